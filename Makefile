@@ -1,0 +1,53 @@
+# Positions in Transformers: build the executed book and run the tests.
+#
+#   make book    set everything up (first time only) and build the executed book
+#   make test    set everything up (first time only) and run every test
+#
+# Setup is automatic: a virtual environment in .venv (Python 3.11+, torch pinned to 2.13.0),
+# the pinned front-end files in node_modules (npm ci), and, for the browser tests,
+# Chromium from the system's package manager.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY_STAMP := $(VENV)/.installed
+NPM_STAMP := node_modules/.installed
+
+.PHONY: book test serve lab bench clean-notebooks browser clean
+
+book: $(PY_STAMP) $(NPM_STAMP)
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	@echo ""
+	@echo "The book is in _build/html. Open _build/html/index.html, or run 'make serve'"
+	@echo "and visit http://127.0.0.1:8000/"
+
+test: $(PY_STAMP) $(NPM_STAMP) browser
+	$(BIN)/python -m pytest
+
+serve:
+	$(BIN)/python -m http.server --directory _build/html --bind 127.0.0.1 8000
+
+lab: $(PY_STAMP)
+	$(BIN)/jupyter lab lessons/
+
+clean-notebooks: $(PY_STAMP)
+	$(BIN)/python tools/clean_notebooks.py
+
+$(PY_STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	# torch first, pinned: an unpinned request would pull a multi-gigabyte CUDA build.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
+# The browser tests drive the system's Chromium; install it when it is missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || tools/install_chromium.sh
+
+clean:
+	rm -rf _build

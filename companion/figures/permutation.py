@@ -1,0 +1,77 @@
+r"""Chapter 0's figure: reorder the tokens and watch the attention outputs follow.
+
+For the three tokens ``A, B, C`` and each of the six orders, Python computes the
+self-attention weights and outputs (:func:`companion.attention.self_attention`),
+with and without a causal mask, and whether each token's output row is the same as
+in the order ``A, B, C``. The drawing shows the selected order; without the mask every
+token keeps its output row (permutation equivariance), with the mask most do not.
+"""
+from __future__ import annotations
+
+from itertools import permutations
+from pathlib import Path
+
+import anywidget
+import numpy as np
+import traitlets
+
+from .. import _checks
+from ..attention import causal_mask, self_attention
+
+TOKENS = ("A", "B", "C")
+
+
+def permutation_results(seed: int = 0, d: int = 4) -> dict:
+    r"""Everything the figure shows, for all 3! orders and both mask settings.
+
+    Returns a dict with ``tokens``, ``orders`` (lists of token labels), ``d``, and
+    ``results[mask_name][order_index]`` holding ``weights`` (3 x 3), ``outputs``
+    (3 x d, rows in the order's token order) and ``same_as_original`` (per row:
+    does this token's output equal its output in the order A, B, C, to 1e-12?).
+    """
+    d = _checks.positive_int("d", d)
+    rng = np.random.default_rng(seed)
+    embeddings = rng.normal(size=(len(TOKENS), d))
+    w_q, w_k, w_v = (rng.normal(size=(d, d)) / np.sqrt(d) for _ in range(3))
+    orders = list(permutations(range(len(TOKENS))))
+    results = {}
+    for mask_name, mask in (("none", None), ("causal", causal_mask(len(TOKENS)))):
+        reference, _ = self_attention(embeddings, w_q, w_k, w_v, mask=mask)
+        rows = []
+        for order in orders:
+            out, weights = self_attention(embeddings[list(order)], w_q, w_k, w_v, mask=mask)
+            same = np.all(np.abs(out - reference[list(order)]) < 1e-12, axis=1)
+            rows.append(
+                {
+                    "weights": np.round(weights, 6).tolist(),
+                    "outputs": np.round(out, 6).tolist(),
+                    "same_as_original": same.tolist(),
+                }
+            )
+        results[mask_name] = rows
+    return {
+        "tokens": list(TOKENS),
+        "orders": [[TOKENS[i] for i in order] for order in orders],
+        "d": d,
+        "results": results,
+    }
+
+
+class PermutationExplorer(anywidget.AnyWidget):
+    """Widget for :func:`permutation_explorer`; its drawing code is ``permutation.js``."""
+
+    _esm = Path(__file__).with_name("permutation.js")
+    tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    orders = traitlets.List().tag(sync=True)
+    d = traitlets.Int().tag(sync=True)
+    results = traitlets.Dict().tag(sync=True)
+    order_index = traitlets.Int(0).tag(sync=True)
+    causal = traitlets.Bool(False).tag(sync=True)
+
+
+def permutation_explorer(seed: int = 0, d: int = 4, order_index: int = 4, causal: bool = False) -> PermutationExplorer:
+    """Chapter 0's interactive figure (``order_index=4`` starts at the order C, A, B)."""
+    data = permutation_results(seed=seed, d=d)
+    if isinstance(order_index, bool) or not isinstance(order_index, int) or not 0 <= order_index < len(data["orders"]):
+        raise ValueError(f"order_index must be an integer in 0..{len(data['orders']) - 1}, got {order_index!r}")
+    return PermutationExplorer(**data, order_index=order_index, causal=bool(causal))

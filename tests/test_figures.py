@@ -1,0 +1,46 @@
+"""companion.figures: the data each figure shows are right, and the drawing code ships."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import companion.figures
+from companion import attention
+from companion.figures import permutation
+
+
+def test_permutation_figure_data():
+    data = permutation.permutation_results(seed=0, d=4)
+    assert data["orders"][4] == ["C", "A", "B"]
+    # without the mask every token keeps its row, in every order
+    assert all(all(r["same_as_original"]) for r in data["results"]["none"])
+    # with the causal mask a token keeps its row exactly when the set of tokens
+    # in front of it is the one it had in the order A B C
+    for order, result in zip(data["orders"], data["results"]["causal"]):
+        expected = [set(order[:i]) == set("ABC"[: "ABC".index(t)]) for i, t in enumerate(order)]
+        assert result["same_as_original"] == expected, order
+    for result in data["results"]["causal"]:
+        weights = np.array(result["weights"])
+        assert np.allclose(weights.sum(axis=1), 1.0, atol=1e-5)
+        assert np.all(weights[~attention.causal_mask(3)] == 0)
+
+
+def test_permutation_explorer_widget_state():
+    widget = companion.figures.permutation_explorer(order_index=1, causal=True)
+    assert widget.order_index == 1 and widget.causal is True
+    assert widget.tokens == ["A", "B", "C"] and len(widget.orders) == 6
+    assert "export default" in widget._esm
+    with pytest.raises(ValueError, match="order_index"):
+        companion.figures.permutation_explorer(order_index=6)
+    with pytest.raises(ValueError, match="d must be"):
+        companion.figures.permutation_explorer(d=0)
+
+
+def test_figure_scripts_are_package_data():
+    """Each figure's .js sits beside its .py and is declared as package data."""
+    folder = Path(companion.figures.__file__).parent
+    for module in folder.glob("*.py"):
+        if module.name != "__init__.py":
+            assert module.with_suffix(".js").exists(), module
+    pyproject = (Path(__file__).parent.parent / "pyproject.toml").read_text()
+    assert '"figures/*.js"' in pyproject
