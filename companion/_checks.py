@@ -84,3 +84,13 @@ def positions(name: str, value) -> np.ndarray:
     if np.any(arr < 0):
         raise ValueError(f"{name} must be non-negative integers, got a minimum of {arr.min()}")
     return arr.astype(np.int64)
+
+
+def integers(name: str, value) -> np.ndarray:
+    """Return ``value`` as an int64 array of whole numbers of either sign (e.g. distances), or raise."""
+    arr = np.asarray(value)
+    if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise ValueError(f"{name} must be integers, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating) and (not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr))):
+        raise ValueError(f"{name} must be integers (whole numbers), got non-integer values")
+    return arr.astype(np.int64)

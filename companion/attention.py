@@ -113,7 +113,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, bias=None):
         ``True`` means "may attend". Every query must keep at least one key.
     bias : optional real array broadcastable to ``(..., n_queries, n_keys)``, added to
         the scores before the softmax (relative-position biases such as T5's and
-        ALiBi's enter here).
+        ALiBi's enter here). ``-inf`` entries mask a key out, like ``mask``.
 
     Returns
     -------
@@ -133,7 +133,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, bias=None):
         )
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     if bias is not None:
-        bias = _checks.array("bias", bias)
+        bias = np.asarray(bias, dtype=np.float64)
+        if np.any(np.isnan(bias)) or np.any(bias == np.inf):
+            raise ValueError("bias must not contain nan or +inf (-inf is allowed and masks an entry out)")
         scores = scores + _broadcast("bias", bias, scores.shape)
     if mask is not None:
         m = np.asarray(mask)

@@ -134,6 +134,19 @@ def test_attention_rejects_bad_input(kwargs, match):
         attention.scaled_dot_product_attention(**kwargs)
 
 
+def test_bias_may_mask_with_minus_infinity():
+    q = k = v = np.eye(3)
+    bias = np.where(attention.causal_mask(3), 0.0, -np.inf)
+    out_bias, w_bias = attention.scaled_dot_product_attention(q, k, v, bias=bias)
+    out_mask, w_mask = attention.scaled_dot_product_attention(q, k, v, mask=attention.causal_mask(3))
+    assert np.array_equal(w_bias, w_mask) and np.array_equal(out_bias, out_mask)
+    for bad, match in ((np.full((3, 3), np.nan), "bias must not contain nan"), (np.full((3, 3), np.inf), r"\+inf")):
+        with pytest.raises(ValueError, match=match):
+            attention.scaled_dot_product_attention(q, k, v, bias=bad)
+    with pytest.raises(ValueError, match="entirely -inf"):
+        attention.scaled_dot_product_attention(q, k, v, bias=np.full((3, 3), -np.inf))
+
+
 def test_self_attention_rejects_mismatched_weights():
     with pytest.raises(ValueError, match="w_k must be a matrix with 3 rows"):
         attention.self_attention(np.zeros((2, 3)), np.zeros((3, 3)), np.zeros((4, 3)), np.zeros((3, 3)))

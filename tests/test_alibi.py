@@ -1,0 +1,162 @@
+"""Tests for companion.alibi (Press, Smith & Lewis 2022)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from companion import alibi, attention
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def _authors_get_slopes(n):
+    """Literal transcription of get_slopes from the authors' fairseq code."""
+
+    def get_slopes_power_of_2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        ratio = start
+        return [start * ratio**i for i in range(n)]
+
+    if math.log2(n).is_integer():
+        return get_slopes_power_of_2(n)
+    closest_power_of_2 = 2 ** math.floor(math.log2(n))
+    extra = _authors_get_slopes(2 * closest_power_of_2)[0::2][: n - closest_power_of_2]
+    return get_slopes_power_of_2(closest_power_of_2) + extra
+
+
+# --- slopes --------------------------------------------------------------------------------
+
+
+def test_eight_heads_give_one_half_to_one_256th():
+    np.testing.assert_array_equal(alibi.slopes(8), [1 / 2, 1 / 4, 1 / 8, 1 / 16, 1 / 32, 1 / 64, 1 / 128, 1 / 256])
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 16, 64])
+def test_power_of_two_heads_follow_the_paper(n_heads):
+    h = np.arange(1, n_heads + 1)
+    np.testing.assert_allclose(alibi.slopes(n_heads), 2.0 ** (-8 * h / n_heads), rtol=1e-14)
+
+
+@pytest.mark.parametrize("n_heads", [3, 5, 6, 7, 12, 20, 24, 40, 96])
+def test_other_head_counts_follow_the_authors_code(n_heads):
+    np.testing.assert_allclose(alibi.slopes(n_heads), _authors_get_slopes(n_heads), rtol=1e-14)
+
+
+def test_twelve_heads_spelled_out():
+    # the 8 slopes for 8 heads, then the 1st, 3rd, 5th, 7th slope for 16 heads
+    expected = [2.0**-h for h in range(1, 9)] + [2.0 ** (-k / 2) for k in (1, 3, 5, 7)]
+    np.testing.assert_allclose(alibi.slopes(12), expected, rtol=1e-15)
+
+
+# --- bias -------------------------------------------------------------------------------------
+
+
+def test_bias_literal_loop_with_cached_keys():
+    n_heads, n_q, n_k = 4, 3, 5
+    m = alibi.slopes(n_heads)
+    got = alibi.bias(n_heads, n_q, n_k)
+    assert got.shape == (n_heads, n_q, n_k)
+    for h in range(n_heads):
+        for r in range(n_q):
+            i = r + n_k - n_q
+            for j in range(n_k):
+                if j <= i:
+                    assert got[h, r, j] == -m[h] * (i - j)
+                else:
+                    assert got[h, r, j] == -np.inf
+
+
+def test_unmasked_bias_with_separate_causal_mask_gives_the_same_attention():
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(3, 4, 6, 5))
+    folded = alibi.bias(4, 6)
+    plain = alibi.bias(4, 6, mask_future=False)
+    assert np.all(np.isfinite(plain))
+    out, weights = attention.scaled_dot_product_attention(q, k, v, mask=attention.causal_mask(6), bias=plain)
+    expected = attention.softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(5) + folded)
+    np.testing.assert_allclose(weights, expected, atol=1e-14)
+    np.testing.assert_allclose(out, expected @ v, atol=1e-14)
+
+
+def test_authors_row_constant_form_gives_the_same_softmax():
+    rng = np.random.default_rng(1)
+    s = rng.normal(size=(8, 7, 7))
+    m = alibi.slopes(8)
+    future = np.where(attention.causal_mask(7), 0.0, -np.inf)
+    authors = m[:, None, None] * np.arange(7)[None, None, :] + future  # m * j, one row repeated
+    np.testing.assert_allclose(attention.softmax(s + authors), attention.softmax(s + alibi.bias(8, 7)), atol=1e-14)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    s=arrays(np.float64, (6, 6), elements=st.floats(-5, 5)),
+    head=st.integers(0, 7),
+)
+def test_adding_the_penalty_multiplies_by_exp_and_renormalises(s, head):
+    m = alibi.slopes(8)[head]
+    causal = attention.causal_mask(6)
+    lhs = attention.softmax(s + alibi.bias(8, 6)[head])
+    base = attention.softmax(np.where(causal, s, -np.inf))
+    i, j = np.indices((6, 6))
+    rhs = base * np.exp(-m * (i - j)) * causal
+    rhs /= rhs.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(lhs, rhs, atol=1e-12)
+
+
+def test_steep_heads_look_near_gentle_heads_look_far():
+    n = 64
+    weights = attention.softmax(alibi.bias(8, n))  # all content scores equal
+    i, j = np.indices((n, n))
+    mean_distance = np.sum(weights * np.maximum(i - j, 0), axis=-1)[:, -1]
+    assert np.all(np.diff(mean_distance) > 0)  # head 1 (slope 1/2) nearest, head 8 farthest
+    k = np.arange(n)
+    for m, got in zip(alibi.slopes(8), mean_distance):  # last row: weights proportional to exp(-m k)
+        assert got == pytest.approx(np.sum(k * np.exp(-m * k)) / np.sum(np.exp(-m * k)), rel=1e-12)
+    assert mean_distance[0] == pytest.approx(1 / (math.exp(0.5) - 1), rel=1e-9)  # geometric tail
+
+
+# --- torch layer ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n_heads, n_q, n_k", [(8, 6, 6), (12, 3, 7)])
+def test_module_agrees_with_numpy(device, n_heads, n_q, n_k):
+    ref = alibi.bias(n_heads, n_q, n_k)
+    layer = alibi.ALiBi(n_heads).to(device)
+    got32 = layer(n_q, n_k)
+    assert got32.shape == ref.shape and got32.device.type == device and got32.dtype == torch.float32
+    np.testing.assert_allclose(got32.cpu().numpy(), ref, atol=1e-5, rtol=0)
+    got64 = layer.double()(n_q, n_k)
+    np.testing.assert_allclose(got64.cpu().numpy(), ref, atol=1e-12, rtol=0)
+    np.testing.assert_array_equal(np.isinf(got64.cpu().numpy()), np.isinf(ref))
+    assert layer.state_dict() == {}  # nothing to learn or save
+
+
+def test_module_builds_on_the_buffer_device():
+    assert alibi.ALiBi(4).to("meta")(3, 5).device.type == "meta"
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_heads", [0, -2, 2.5, True])
+def test_bad_head_counts_are_rejected(n_heads):
+    with pytest.raises(ValueError, match="n_heads"):
+        alibi.slopes(n_heads)
+    with pytest.raises(ValueError, match="n_heads"):
+        alibi.ALiBi(n_heads)
+
+
+def test_bad_sizes_are_rejected():
+    with pytest.raises(ValueError, match="n_keys must be >= n_queries"):
+        alibi.bias(2, 5, 3)
+    with pytest.raises(ValueError, match="n_keys must be >= n_queries"):
+        alibi.ALiBi(2)(5, 3)
+    with pytest.raises(ValueError, match="n_queries"):
+        alibi.bias(2, 0)
+    with pytest.raises(ValueError, match="mask_future"):
+        alibi.bias(2, 3, mask_future="no")
