@@ -111,7 +111,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, bias=None):
     q, k, v : arrays of shape ``(..., n_queries, d_k)``, ``(..., n_keys, d_k)``, ``(..., n_keys, d_v)``.
     mask : optional boolean array broadcastable to ``(..., n_queries, n_keys)``;
         ``True`` means "may attend". Every query must keep at least one key.
-    bias : optional real array broadcastable to ``(..., n_queries, n_keys)``, added to
+    bias : optional real array that broadcasts with ``(..., n_queries, n_keys)`` (it may
+        add leading dimensions, e.g. one bias per head), added to
         the scores before the softmax (relative-position biases such as T5's and
         ALiBi's enter here). ``-inf`` entries mask a key out, like ``mask``.
 
@@ -136,7 +137,13 @@ def scaled_dot_product_attention(q, k, v, mask=None, bias=None):
         bias = np.asarray(bias, dtype=np.float64)
         if np.any(np.isnan(bias)) or np.any(bias == np.inf):
             raise ValueError("bias must not contain nan or +inf (-inf is allowed and masks an entry out)")
-        scores = scores + _broadcast("bias", bias, scores.shape)
+        try:
+            scores = scores + bias
+        except ValueError as err:
+            raise ValueError(
+                f"bias of shape {bias.shape} cannot broadcast with the scores of shape {scores.shape} "
+                "(..., n_queries, n_keys)"
+            ) from err
     if mask is not None:
         m = np.asarray(mask)
         if m.dtype != np.bool_:

@@ -75,21 +75,97 @@ def browser():
         browser.close()
 
 
-@pytest.fixture(scope="session")
-def site_server(built_site):
-    """Serve the built site on 127.0.0.1 only; yields the base URL."""
+def serve(directory: Path):
+    """Serve ``directory`` on 127.0.0.1 only, on a free port; returns (base URL, stop)."""
 
     class QuietHandler(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
-    handler = functools.partial(QuietHandler, directory=str(built_site))
+    handler = functools.partial(QuietHandler, directory=str(directory))
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+
+    def stop():
+        server.shutdown()
+        server.server_close()
+
+    return f"http://127.0.0.1:{server.server_address[1]}/", stop
+
+
+@pytest.fixture(scope="session")
+def site_server(built_site):
+    """The built site, served on 127.0.0.1; yields the base URL."""
+    url, stop = serve(built_site)
+    yield url
+    stop()
+
+
+def open_offline(browser, base_url: str, page_path: str):
+    """Open a page with every request to another host blocked and recorded.
+
+    Returns ``(page, problems)``; ``problems`` collects outside requests, console
+    errors (and uncaught exceptions) and HTTP errors as they happen.
+    """
+    page = browser.new_page()
+    problems = {"outside": [], "console": [], "http": []}
+
+    def route(request_route):
+        url = request_route.request.url
+        if url.startswith(base_url) or url.startswith("data:") or url.startswith("blob:"):
+            request_route.continue_()
+        else:
+            problems["outside"].append(url)
+            request_route.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda msg: problems["console"].append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda err: problems["console"].append(f"uncaught: {err}"))
+    page.on("response", lambda r: problems["http"].append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.goto(base_url + page_path, wait_until="networkidle")
+    return page, problems
+
+
+FIGURES_PAGE = "book/figures.html"
+
+
+@pytest.fixture
+def open_figure(browser, request, tmp_path_factory):
+    """Open one figure, offline; returns ``(page, figure locator, problems)``.
+
+    By default the figure is found on the built site's figures page. With
+    ``COMPANION_FIGURES_FROM=preview`` it is opened on a page written by
+    ``tools/preview_figure.py`` instead, which needs no book build (for working on a
+    figure).
+    """
+    opened, stops = [], []
+
+    def _open(name: str, **kwargs):
+        if os.environ.get("COMPANION_FIGURES_FROM") == "preview":
+            sys.path.insert(0, str(ROOT / "tools"))
+            from preview_figure import write_preview
+
+            out = tmp_path_factory.mktemp("preview")
+            page_file = write_preview(name, out_dir=out, **kwargs)
+            base, stop = serve(out)
+            stops.append(stop)
+            page, problems = open_offline(browser, base, page_file.name)
+        else:
+            assert not kwargs, "figures on the site are shown with their default arguments"
+            base = request.getfixturevalue("site_server")
+            page, problems = open_offline(browser, base, FIGURES_PAGE)
+        opened.append(page)
+        root = page.locator(f"[data-figure='{name}']")
+        root.wait_for(state="attached", timeout=15000)
+        root.scroll_into_view_if_needed()
+        return page, root, problems
+
+    yield _open
+    for page in opened:
+        page.close()
+    for stop in stops:
+        stop()
 
 
 def pytest_terminal_summary(terminalreporter):

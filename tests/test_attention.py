@@ -124,7 +124,7 @@ def test_attention_broadcasts_over_leading_dimensions():
         (dict(q=np.zeros((2, 3)), k=np.zeros((2, 3)), v=np.zeros((2, 3)), mask=np.ones((2, 2))), "boolean"),
         (dict(q=np.zeros((2, 3)), k=np.zeros((2, 3)), v=np.zeros((2, 3)), mask=np.ones((3, 3), bool)), "mask of shape"),
         (dict(q=np.zeros((2, 3)), k=np.zeros((2, 3)), v=np.zeros((2, 3)), mask=np.zeros((2, 2), bool)), "no key"),
-        (dict(q=np.zeros((2, 3)), k=np.zeros((2, 3)), v=np.zeros((2, 3)), bias=np.zeros(3)), "bias of shape"),
+        (dict(q=np.zeros((2, 3)), k=np.zeros((2, 3)), v=np.zeros((2, 3)), bias=np.zeros(3)), "bias of shape \\(3,\\) cannot broadcast"),
         (dict(q=np.full((2, 3), np.nan), k=np.zeros((2, 3)), v=np.zeros((2, 3))), "q must contain only finite"),
         (dict(q="abc", k=np.zeros((2, 3)), v=np.zeros((2, 3))), "q must be an array"),
     ],
@@ -132,6 +132,17 @@ def test_attention_broadcasts_over_leading_dimensions():
 def test_attention_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         attention.scaled_dot_product_attention(**kwargs)
+
+
+def test_bias_may_add_a_head_dimension():
+    rng = np.random.default_rng(5)
+    q, k, v = rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))
+    per_head = rng.normal(size=(2, 4, 4))
+    out, weights = attention.scaled_dot_product_attention(q, k, v, bias=per_head)
+    assert out.shape == (2, 4, 2) and weights.shape == (2, 4, 4)
+    for h in range(2):
+        ref, _ = reference_attention(q, k, v, bias=per_head[h])
+        assert np.allclose(out[h], ref, atol=1e-14)
 
 
 def test_bias_may_mask_with_minus_infinity():

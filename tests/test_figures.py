@@ -37,10 +37,10 @@ def test_permutation_explorer_widget_state():
 
 
 def test_figure_scripts_are_package_data():
-    """Each figure's .js sits beside its .py and is declared as package data."""
+    """Each figure module's .js sits beside its .py and is declared as package data."""
     folder = Path(companion.figures.__file__).parent
     for module in folder.glob("*.py"):
-        if module.name != "__init__.py":
+        if not module.name.startswith("_"):
             assert module.with_suffix(".js").exists(), module
     pyproject = (Path(__file__).parent.parent / "pyproject.toml").read_text()
     assert '"figures/*.js"' in pyproject

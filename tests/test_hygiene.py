@@ -25,7 +25,7 @@ def requirement_name(requirement: str) -> str:
 def test_notebooks_are_committed_clean():
     result = subprocess.run([sys.executable, str(ROOT / "tools" / "clean_notebooks.py"), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
-    for path in (ROOT / "lessons").glob("*.ipynb"):
+    for path in list((ROOT / "lessons").glob("*.ipynb")) + list((ROOT / "book").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         nbformat.validate(nb)
         assert set(nb.metadata) <= {"kernelspec", "language_info"}, path.name
@@ -88,7 +88,7 @@ def test_repository_address_lives_in_one_place():
     url = config["repository"]["url"].rstrip("/")
     slug = url.split("github.com/")[1]
     texts = {"README.md": (ROOT / "README.md").read_text()}
-    for path in (ROOT / "lessons").glob("*.ipynb"):
+    for path in list((ROOT / "lessons").glob("*.ipynb")) + list((ROOT / "book").glob("*.ipynb")):
         texts[path.name] = path.read_text()
     texts["environment.yml"] = (ROOT / "environment.yml").read_text()
     for name, text in texts.items():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, build_book
+from conftest import ROOT, build_book, open_offline
 
 pytestmark = pytest.mark.site
 
@@ -21,27 +21,6 @@ pytestmark = pytest.mark.site
 def html_pages(site: Path) -> list[str]:
     skip = {"genindex.html", "search.html", "index.html", "prf-prf.html"}
     return sorted(str(p.relative_to(site)) for p in site.rglob("*.html") if p.name not in skip and "_static" not in p.parts)
-
-
-def open_offline(browser, base_url: str, page_path: str):
-    """Open a page with outside requests blocked; return (page, problems dict)."""
-    page = browser.new_page()
-    problems = {"outside": [], "console": [], "http": []}
-
-    def route(request_route):
-        url = request_route.request.url
-        if url.startswith(base_url) or url.startswith("data:") or url.startswith("blob:"):
-            request_route.continue_()
-        else:
-            problems["outside"].append(url)
-            request_route.abort()
-
-    page.route("**/*", route)
-    page.on("console", lambda msg: problems["console"].append(msg.text) if msg.type == "error" else None)
-    page.on("pageerror", lambda err: problems["console"].append(f"uncaught: {err}"))
-    page.on("response", lambda r: problems["http"].append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    page.goto(base_url + page_path, wait_until="networkidle")
-    return page, problems
 
 
 def test_every_page_works_offline(browser, site_server, built_site):
@@ -67,23 +46,24 @@ def test_lesson_0_math_and_figure(browser, site_server):
     try:
         page.wait_for_selector("mjx-container", state="attached", timeout=15000)
         assert page.locator("mjx-container").count() > 50
-        figure = page.locator(".pe-perm")
+        figure = page.locator("[data-figure='permutation_explorer']")
         figure.wait_for(timeout=15000)
         # starts at the order C A B, no mask: every row is the same as for A B C
-        assert page.locator(".pe-perm button[aria-pressed=true]").inner_text() == "C A B"
+        assert figure.locator("button[aria-pressed=true]").inner_text() == "C A B"
         flags = figure.locator("td.pe-flag")
         assert [f.get_attribute("data-same") for f in flags.all()] == ["true"] * 3
         # switch the mask on: in C A B every token sees a different set of tokens
         figure.locator("input.pe-mask").check()
         assert [f.get_attribute("data-same") for f in flags.all()] == ["false"] * 3
         # B A C: only C keeps its row (it still sees {A, B, C}); keyboard works too
-        button = figure.locator("button[data-order='2']")
+        button = figure.locator("button[data-value='2']")
         button.focus()
         page.keyboard.press("Enter")
         rows = figure.locator(".pe-outputs tr[data-token]")
         assert [r.get_attribute("data-token") for r in rows.all()] == ["B", "A", "C"]
         assert [f.get_attribute("data-same") for f in flags.all()] == ["false", "false", "true"]
-        assert "1 of 3 tokens keep their output row (C)" in figure.locator(".pe-summary").inner_text()
+        assert "1 of 3 tokens keep their output row (C)" in figure.locator(".cf-readout").inner_text()
+        assert "1 of 3 tokens keep their output row (C)" in figure.locator(".cf-description").inner_text()
         # weights shown are a probability distribution in every row
         cells = figure.locator(".pe-weights td")
         values = [float(c.get_attribute("data-value")) for c in cells.all()]

@@ -3,7 +3,7 @@
 Notebooks are committed clean: no outputs, no execution counts, cell metadata limited
 to tags, and notebook metadata limited to a standard Python 3 kernelspec. Run
 
-    python tools/clean_notebooks.py            # rewrite lessons/*.ipynb in place
+    python tools/clean_notebooks.py            # rewrite lessons/*.ipynb and book/*.ipynb in place
     python tools/clean_notebooks.py --check    # exit 1 and list files that are not clean
 
 The test suite runs the check.
@@ -18,6 +18,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 NOTEBOOK_METADATA = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}}
+
+
+def notebooks() -> list[Path]:
+    """Every notebook of the book: the chapters and the book-level pages."""
+    return sorted((ROOT / "lessons").glob("*.ipynb")) + sorted((ROOT / "book").glob("*.ipynb"))
 
 
 def clean(nb: dict) -> dict:
@@ -48,9 +53,9 @@ def dumps(nb: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="only report notebooks that are not clean")
-    parser.add_argument("paths", nargs="*", type=Path, help="notebooks (default: lessons/*.ipynb)")
+    parser.add_argument("paths", nargs="*", type=Path, help="notebooks (default: lessons/*.ipynb, book/*.ipynb)")
     args = parser.parse_args(argv)
-    paths = args.paths or sorted((ROOT / "lessons").glob("*.ipynb"))
+    paths = args.paths or notebooks()
     dirty = []
     for path in paths:
         text = path.read_text(encoding="utf-8")

@@ -55,20 +55,20 @@ WIDGETS_CONFIG_JS = """\
 """
 
 
-def _stage(app: Sphinx, config) -> None:
-    root = Path(app.confdir)
+def stage_vendor(root: Path, vendor: Path) -> None:
+    """Copy the pinned front-end files into ``vendor`` (emptied first).
+
+    Used by the book build below and by ``tools/preview_figure.py``.
+    """
     node_modules = root / "node_modules"
     if not (node_modules / "requirejs").is_dir():
         raise ExtensionError(
             "offline_assets: node_modules/ is missing; run `npm ci` in the repository root "
             "(the README's build command does this for you)"
         )
-    staging = Path(app.outdir).parent / "offline_assets"
-    vendor = staging / VENDOR
     if vendor.exists():
         shutil.rmtree(vendor)
     vendor.mkdir(parents=True)
-
     for source, dest in NPM_FILES:
         _copy(node_modules / source, vendor / dest)
     manager_dist = node_modules / "@jupyter-widgets/html-manager/dist"
@@ -81,6 +81,10 @@ def _stage(app: Sphinx, config) -> None:
     _copy(Path(anywidget.__file__).parent / "nbextension" / "index.js", vendor / "anywidget" / "index.js")
     (vendor / "widgets-config.js").write_text(WIDGETS_CONFIG_JS)
 
+
+def _stage(app: Sphinx, config) -> None:
+    staging = Path(app.outdir).parent / "offline_assets"
+    stage_vendor(Path(app.confdir), staging / VENDOR)
     config.html_static_path.append(str(staging))
     config.mathjax_path = f"{VENDOR}/mathjax/tex-mml-chtml.js"
     config.nb_ipywidgets_js = {

@@ -1,16 +1,8 @@
 // Chapter 0's figure. Every number comes from Python (companion.figures.permutation);
-// this file only draws the selected order and reacts to the reader.
+// this script only draws the selected order and reacts to the reader.
 
-const CSS = `
-.pe-perm { font: 14px/1.4 system-ui, sans-serif; max-width: 40rem; }
-.pe-perm fieldset { border: 0; padding: 0; margin: 0 0 .5rem 0; }
-.pe-perm legend { font-size: 1rem; font-weight: 600; margin-bottom: .25rem; padding: 0; }
-.pe-perm .pe-orders { display: flex; flex-wrap: wrap; gap: .35rem; }
-.pe-perm button { font: inherit; padding: .2rem .55rem; border: 1px solid #555; border-radius: .3rem;
-  background: #fff; color: #111; cursor: pointer; }
-.pe-perm button[aria-pressed="true"] { background: #1f4e79; color: #fff; border-color: #1f4e79; }
-.pe-perm button:focus-visible, .pe-perm input:focus-visible { outline: 3px solid #e69f00; outline-offset: 2px; }
-.pe-perm .pe-panels { display: flex; flex-wrap: wrap; gap: 1rem; margin-top: .5rem; }
+const PERMUTATION_CSS = `
+.pe-perm .pe-panels { display: flex; flex-wrap: wrap; gap: 1rem; }
 .pe-perm table { border-collapse: collapse; }
 .pe-perm caption { caption-side: top; text-align: left; font-weight: 600; padding-bottom: .2rem; }
 .pe-perm td, .pe-perm th { width: 2.6rem; height: 1.9rem; text-align: center; font-size: 12px;
@@ -19,7 +11,6 @@ const CSS = `
 .pe-perm td.pe-flag { width: 4.5rem; font-weight: 600; }
 .pe-perm td.pe-same { color: #1b7837; }
 .pe-perm td.pe-differs { color: #b35806; }
-.pe-perm .pe-summary { margin-top: .5rem; }
 `;
 
 function blues(t) {
@@ -29,80 +20,42 @@ function blues(t) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
-function diverging(t) {
-  // purple-orange (colour-blind safe), t in [-1, 1]
+function purpleOrange(t) {
+  // purple - white - orange (colour-blind safe), t in [-1, 1]
   const neg = [84, 39, 136], mid = [247, 247, 247], pos = [179, 88, 6];
-  const end = t < 0 ? neg : pos, s = Math.min(1, Math.abs(t));
-  const c = mid.map((x, i) => Math.round(x + (end[i] - x) * s));
+  const end = t < 0 ? neg : pos, f = Math.min(1, Math.abs(t));
+  const c = mid.map((x, i) => Math.round(x + (end[i] - x) * f));
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
-function cell(tag, text, attrs = {}) {
-  const node = document.createElement(tag);
-  node.textContent = text;
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  return node;
-}
-
 function render({ model, el }) {
-  const root = document.createElement("div");
-  root.className = "pe-perm";
-  const style = document.createElement("style");
-  style.textContent = CSS;
-  root.appendChild(style);
-
-  const orderSet = document.createElement("fieldset");
-  orderSet.appendChild(cell("legend", "Order of the tokens fed to attention"));
-  const orderRow = document.createElement("div");
-  orderRow.className = "pe-orders";
-  orderSet.appendChild(orderRow);
-  root.appendChild(orderSet);
-
-  const maskLabel = document.createElement("label");
-  const mask = document.createElement("input");
-  mask.type = "checkbox";
-  mask.className = "pe-mask";
-  maskLabel.appendChild(mask);
-  maskLabel.appendChild(document.createTextNode(" causal mask (token i sees only tokens 0..i)"));
-  root.appendChild(maskLabel);
-
-  const panels = document.createElement("div");
-  panels.className = "pe-panels";
-  root.appendChild(panels);
-  const summary = cell("p", "", { class: "pe-summary", "aria-live": "polite" });
-  root.appendChild(summary);
-  el.appendChild(root);
-
+  const { root, controls, body, readout, live } = frame(el, "permutation_explorer", model);
+  root.classList.add("pe-perm");
+  root.appendChild(h("style", { text: PERMUTATION_CSS }));
   const orders = model.get("orders");
-  const buttons = orders.map((order, index) => {
-    const b = cell("button", order.join(" "), { type: "button", "data-order": String(index) });
-    b.addEventListener("click", () => { model.set("order_index", index); model.save_changes(); });
-    orderRow.appendChild(b);
-    return b;
-  });
+  const setOrder = toggleGroup(controls, "Order", orders.map((order, i) => [i, order.join(" ")]),
+    (i) => { model.set("order_index", i); model.save_changes(); });
+  const mask = h("input", { type: "checkbox", class: "pe-mask" });
+  controls.appendChild(h("label", {}, [mask, document.createTextNode(" causal mask (token i sees tokens 0..i)")]));
   mask.addEventListener("change", () => { model.set("causal", mask.checked); model.save_changes(); });
+  const panels = h("div", { class: "pe-panels" });
+  body.appendChild(panels);
 
-  function draw() {
+  const draw = timed(root, () => {
     const index = model.get("order_index");
     const causal = model.get("causal");
     const order = orders[index];
     const result = model.get("results")[causal ? "causal" : "none"][index];
-    buttons.forEach((b, i) => b.setAttribute("aria-pressed", String(i === index)));
+    setOrder(index);
     mask.checked = causal;
     panels.replaceChildren();
 
-    const weights = document.createElement("table");
-    weights.className = "pe-weights";
-    weights.appendChild(cell("caption", "Attention weights (row: query, column: key)"));
-    const head = document.createElement("tr");
-    head.appendChild(cell("th", ""));
-    order.forEach((t) => head.appendChild(cell("th", t, { scope: "col" })));
-    weights.appendChild(head);
+    const weights = h("table", { class: "pe-weights" }, [h("caption", { text: "Attention weights (row: query, column: key)" })]);
+    weights.appendChild(h("tr", {}, [h("th"), ...order.map((t) => h("th", { scope: "col", text: t }))]));
     result.weights.forEach((row, i) => {
-      const tr = document.createElement("tr");
-      tr.appendChild(cell("th", order[i], { scope: "row" }));
+      const tr = h("tr", {}, [h("th", { scope: "row", text: order[i] })]);
       row.forEach((w) => {
-        const td = cell("td", w.toFixed(2), { "data-value": String(w) });
+        const td = h("td", { "data-value": String(w), text: w.toFixed(2) });
         td.style.background = blues(w);
         td.style.color = w > 0.55 ? "#fff" : "#111";
         tr.appendChild(td);
@@ -111,34 +64,33 @@ function render({ model, el }) {
     });
     panels.appendChild(weights);
 
-    const outputs = document.createElement("table");
-    outputs.className = "pe-outputs";
-    outputs.appendChild(cell("caption", "Output rows, and whether each equals that token's row for the order A B C"));
+    const outputs = h("table", { class: "pe-outputs" },
+      [h("caption", { text: "Output rows, and whether each equals that token's row for the order A B C" })]);
     const scale = Math.max(...result.outputs.flat().map(Math.abs), 1e-9);
     result.outputs.forEach((row, i) => {
-      const tr = document.createElement("tr");
-      tr.setAttribute("data-token", order[i]);
-      tr.appendChild(cell("th", order[i], { scope: "row" }));
+      const tr = h("tr", { "data-token": order[i] }, [h("th", { scope: "row", text: order[i] })]);
       row.forEach((x) => {
-        const td = cell("td", x.toFixed(2), { "data-value": String(x) });
-        td.style.background = diverging(x / scale);
+        const td = h("td", { "data-value": String(x), text: x.toFixed(2) });
+        td.style.background = purpleOrange(x / scale);
         td.style.color = Math.abs(x / scale) > 0.6 ? "#fff" : "#111";
         tr.appendChild(td);
       });
       const same = result.same_as_original[i];
-      tr.appendChild(cell("td", same ? "✓ same" : "✗ differs",
-        { class: "pe-flag " + (same ? "pe-same" : "pe-differs"), "data-same": String(same) }));
+      tr.appendChild(h("td", { class: "pe-flag " + (same ? "pe-same" : "pe-differs"), "data-same": String(same),
+        text: same ? "✓ same" : "✗ differs" }));
       outputs.appendChild(tr);
     });
     panels.appendChild(outputs);
 
     const kept = order.filter((_, i) => result.same_as_original[i]);
-    summary.textContent = `Order ${order.join(", ")}, ${causal ? "with" : "without"} the causal mask: ` +
+    const summary = `Order ${order.join(", ")}, ${causal ? "with" : "without"} the causal mask: ` +
       (kept.length === order.length
         ? "every token's output row is exactly the row it had in the order A, B, C; only the rows' order changed."
         : `${kept.length} of ${order.length} tokens keep their output row (${kept.join(", ") || "none"}); ` +
           "the mask depends on where a token stands, so reordering changes what it can see.");
-  }
+    readout.textContent = summary;
+    live.textContent = summary;
+  });
 
   model.on("change:order_index", draw);
   model.on("change:causal", draw);

@@ -9,14 +9,12 @@ token keeps its output row (permutation equivariance), with the mask most do not
 from __future__ import annotations
 
 from itertools import permutations
-from pathlib import Path
-
-import anywidget
 import numpy as np
 import traitlets
 
 from .. import _checks
 from ..attention import causal_mask, self_attention
+from ._base import Figure, esm
 
 TOKENS = ("A", "B", "C")
 
@@ -57,10 +55,10 @@ def permutation_results(seed: int = 0, d: int = 4) -> dict:
     }
 
 
-class PermutationExplorer(anywidget.AnyWidget):
+class PermutationExplorer(Figure):
     """Widget for :func:`permutation_explorer`; its drawing code is ``permutation.js``."""
 
-    _esm = Path(__file__).with_name("permutation.js")
+    _esm = esm("permutation.js")
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     orders = traitlets.List().tag(sync=True)
     d = traitlets.Int().tag(sync=True)
@@ -68,10 +66,41 @@ class PermutationExplorer(anywidget.AnyWidget):
     order_index = traitlets.Int(0).tag(sync=True)
     causal = traitlets.Bool(False).tag(sync=True)
 
+    def static_figure(self):
+        from matplotlib.figure import Figure as MplFigure
+
+        order = self.orders[self.order_index]
+        result = self.results["causal" if self.causal else "none"][self.order_index]
+        fig = MplFigure(figsize=(7.5, 2.6))
+        left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, self.d + 1]})
+        left.imshow(result["weights"], cmap="Blues", vmin=0, vmax=1)
+        outputs = np.array(result["outputs"])
+        limit = np.abs(outputs).max()
+        right.imshow(outputs, cmap="PuOr", vmin=-limit, vmax=limit)
+        for ax, title in ((left, "attention weights"), (right, "output rows")):
+            ax.set_yticks(range(3), order)
+            ax.set_title(title)
+        left.set_xticks(range(3), order)
+        right.set_xticks(range(self.d), [f"dim {j}" for j in range(self.d)])
+        for i, same in enumerate(result["same_as_original"]):
+            right.text(self.d - 0.4, i, "same" if same else "differs", va="center", fontsize=8)
+        fig.suptitle(f"order {' '.join(order)}, {'with' if self.causal else 'without'} the causal mask")
+        return fig
+
 
 def permutation_explorer(seed: int = 0, d: int = 4, order_index: int = 4, causal: bool = False) -> PermutationExplorer:
     """Chapter 0's interactive figure (``order_index=4`` starts at the order C, A, B)."""
     data = permutation_results(seed=seed, d=d)
     if isinstance(order_index, bool) or not isinstance(order_index, int) or not 0 <= order_index < len(data["orders"]):
         raise ValueError(f"order_index must be an integer in 0..{len(data['orders']) - 1}, got {order_index!r}")
-    return PermutationExplorer(**data, order_index=order_index, causal=bool(causal))
+    description = (
+        "Self-attention outputs for the tokens A, B, C in each of their six orders. Without a mask, "
+        "every token's output row is the same in every order; with the causal mask a token keeps its "
+        "row only when the same set of tokens stands in front of it as in the order A, B, C."
+    )
+    caption = (
+        "Reorder the tokens and switch the causal mask on and off: without the mask each token keeps "
+        "its output row whatever the order (permutation equivariance); with it, rows change."
+    )
+    return PermutationExplorer(**data, order_index=order_index, causal=bool(causal), caption=caption,
+                               description=description)

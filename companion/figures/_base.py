@@ -1,0 +1,80 @@
+"""What every figure shares: a caption, a text alternative, and a static fallback.
+
+A figure is an anywidget whose synced traits hold the numbers ``companion``
+computed; its ``.js`` file (beside its ``.py``) draws them. Displaying a figure in a
+notebook shows the live widget and, hidden on screen, a PNG of its starting state
+that appears in print and where JavaScript is off.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+
+from pathlib import Path
+
+import anywidget
+import traitlets
+
+HERE = Path(__file__).parent
+
+
+def esm(script: str) -> str:
+    """A figure's ES module: the shared helpers (``_common.js``) followed by ``script``."""
+    return (HERE / "_common.js").read_text(encoding="utf-8") + "\n" + (HERE / script).read_text(encoding="utf-8")
+
+#: Colour-blind-safe colours (Okabe and Ito), shared by the Python fallbacks; the
+#: drawing scripts use the same values.
+PALETTE = {
+    "blue": "#0072B2",
+    "orange": "#E69F00",
+    "vermillion": "#D55E00",
+    "green": "#009E73",
+    "sky": "#56B4E9",
+    "purple": "#CC79A7",
+    "grey": "#999999",
+    "black": "#000000",
+}
+
+FALLBACK_CSS = (
+    "<style>.companion-fallback{display:none}"
+    "@media print{.companion-fallback{display:block}.companion-figure{display:none}}</style>"
+    "<noscript><style>.companion-fallback{display:block}</style></noscript>"
+)
+
+
+class Figure(anywidget.AnyWidget):
+    """Base class of the book's figures.
+
+    Subclasses set ``_esm = esm("<name>.js")`` (their drawing script) and implement
+    :meth:`static_figure`, a matplotlib drawing of the starting state.
+    """
+
+    #: The caption shown under the figure.
+    caption = traitlets.Unicode("").tag(sync=True)
+    #: The figure's key numbers in words, for screen readers and the fallback image.
+    description = traitlets.Unicode("").tag(sync=True)
+
+    def static_figure(self):
+        """A :class:`matplotlib.figure.Figure` of the current state (the print fallback)."""
+        raise NotImplementedError
+
+    def fallback_html(self) -> str:
+        """The fallback block: hidden on screen, shown in print and without JavaScript."""
+        buffer = io.BytesIO()
+        fig = self.static_figure()
+        fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+        png = base64.b64encode(buffer.getvalue()).decode("ascii")
+        return (
+            f'<div class="companion-fallback">{FALLBACK_CSS}'
+            f'<img src="data:image/png;base64,{png}" alt="{html.escape(self.description)}" style="max-width:100%">'
+            f"<p><em>{html.escape(self.caption)}</em></p></div>"
+        )
+
+    def _ipython_display_(self, **kwargs):
+        from IPython.display import HTML, display
+
+        bundle = self._repr_mimebundle_(**kwargs)  # anywidget gives (data, metadata)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        display(data, metadata=metadata, raw=True)
+        display(HTML(self.fallback_html()))

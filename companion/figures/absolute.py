@@ -1,0 +1,190 @@
+r"""Figure 1 (chapter 1): the position-position term of an attention score.
+
+With :math:`x = e + PE` and :math:`M = W_Q^{\mathsf T} W_K`, the score contains the term
+:math:`PE(m)^{\mathsf T} M\, PE(m + k)`. Python computes it with
+:func:`companion.absolute.position_score` (sinusoids of Vaswani et al. 2017,
+``d = 64``, base 10000), divided by :math:`d/2`, for positions :math:`m = 0..200` at a
+few distances :math:`k`, and for two matrices: :math:`M = I`, where the term is
+:math:`\operatorname{mean}_i \cos(\omega_i k)` whatever :math:`m` (a flat line), and
+:math:`M = I + R` with :math:`R` a fixed random matrix (entries
+:math:`\mathcal N(0, \sigma^2)`, ``sigma = 0.3``, seed 0), where the same distance gives
+a different value at every :math:`m`.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import traitlets
+
+from .. import _checks
+from ..absolute import dot_product_at_distance, position_score
+from ._base import PALETTE, Figure, esm
+
+DISTANCES = (1, 2, 4, 8, 16, 32)
+
+
+def random_mix(d: int = 64, sigma: float = 0.3, seed: int = 0) -> np.ndarray:
+    r"""The fixed random matrix :math:`R` (``d x d``, entries :math:`\mathcal N(0, \sigma^2)`).
+
+    Drawn with ``numpy.random.default_rng(seed).normal(scale=sigma, size=(d, d))``. For
+    unit-scale sinusoids the term :math:`PE(m)^{\mathsf T} R\, PE(m+k) / (d/2)` then has a
+    standard deviation of about ``sigma`` over random pairs of positions.
+    """
+    d = _checks.even_positive_int("d", d)
+    sigma = _checks.at_least("sigma", sigma, 0.0)
+    return np.random.default_rng(seed).normal(scale=sigma, size=(d, d))
+
+
+def position_term_data(d: int = 64, base: float = 10000.0, m_max: int = 200,
+                       distances=DISTANCES, sigma: float = 0.3, seed: int = 0) -> dict:
+    r"""Everything figure 1 shows.
+
+    For each distance ``k`` in ``distances`` and every ``m = 0..m_max``, the values
+    :math:`PE(m)^{\mathsf T} M\, PE(m + k) / (d/2)` from
+    :func:`companion.absolute.position_score`, for :math:`M = I` (``identity``) and
+    :math:`M = I + R` (``mixed``, :math:`R` from :func:`random_mix`). Per distance:
+    ``flat`` (the closed form :func:`companion.absolute.dot_product_at_distance`
+    divided by :math:`d/2`, i.e. :math:`\operatorname{mean}_i \cos(\omega_i k)`, the
+    value of the whole ``identity`` curve), ``mixed_min`` / ``mixed_max`` (the range of
+    the ``mixed`` curve over ``m``, and the positions ``mixed_argmin`` /
+    ``mixed_argmax`` where it is reached). ``y_range`` is a common vertical range for
+    every distance. Values are rounded to 6 decimals.
+    """
+    d = _checks.even_positive_int("d", d)
+    base = _checks.positive_float("base", base)
+    m_max = _checks.positive_int("m_max", m_max)
+    distances = _distances(distances)
+    sigma = _checks.at_least("sigma", sigma, 0.0)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    m = np.arange(m_max + 1)
+    identity = np.eye(d)
+    mixed_matrix = identity + random_mix(d, sigma, seed)
+    half = d / 2
+    ident = np.array([position_score(m, k, identity, base) for k in distances]) / half
+    mixed = np.array([position_score(m, k, mixed_matrix, base) for k in distances]) / half
+    flat = dot_product_at_distance(np.array(distances), d, base) / half
+    low = min(ident.min(), mixed.min(), 0.0)
+    high = max(ident.max(), mixed.max(), 1.0)
+    return {
+        "d": d,
+        "base": base,
+        "sigma": sigma,
+        "seed": int(seed),
+        "m_max": m_max,
+        "distances": list(distances),
+        "identity": np.round(ident, 6).tolist(),
+        "mixed": np.round(mixed, 6).tolist(),
+        "flat": np.round(flat, 6).tolist(),
+        "mixed_min": np.round(mixed.min(axis=1), 6).tolist(),
+        "mixed_max": np.round(mixed.max(axis=1), 6).tolist(),
+        "mixed_argmin": mixed.argmin(axis=1).tolist(),
+        "mixed_argmax": mixed.argmax(axis=1).tolist(),
+        "y_range": [math.floor(low * 4) / 4, math.ceil(high * 4) / 4],
+    }
+
+
+def _distances(distances) -> tuple:
+    try:
+        values = tuple(distances)
+    except TypeError as err:
+        raise ValueError(f"distances must be a sequence of integers >= 1, got {distances!r}") from err
+    if not values:
+        raise ValueError("distances must list at least one distance")
+    out = []
+    for k in values:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+            raise ValueError(f"distances must be integers >= 1, got {k!r}")
+        out.append(int(k))
+    if len(set(out)) != len(out):
+        raise ValueError(f"distances must not repeat, got {values!r}")
+    return tuple(out)
+
+
+class PositionTerm(Figure):
+    """Widget for :func:`position_term`; its drawing code is ``absolute.js``."""
+
+    _esm = esm("absolute.js")
+    d = traitlets.Int().tag(sync=True)
+    base = traitlets.Float().tag(sync=True)
+    sigma = traitlets.Float().tag(sync=True)
+    seed = traitlets.Int().tag(sync=True)
+    m_max = traitlets.Int().tag(sync=True)
+    distances = traitlets.List(traitlets.Int()).tag(sync=True)
+    identity = traitlets.List().tag(sync=True)
+    mixed = traitlets.List().tag(sync=True)
+    flat = traitlets.List(traitlets.Float()).tag(sync=True)
+    mixed_min = traitlets.List(traitlets.Float()).tag(sync=True)
+    mixed_max = traitlets.List(traitlets.Float()).tag(sync=True)
+    mixed_argmin = traitlets.List(traitlets.Int()).tag(sync=True)
+    mixed_argmax = traitlets.List(traitlets.Int()).tag(sync=True)
+    y_range = traitlets.List(traitlets.Float()).tag(sync=True)
+    #: the distance shown (one of ``distances``)
+    k = traitlets.Int(4).tag(sync=True)
+    #: the position of the point on the M = I + R curve
+    m = traitlets.Int(0).tag(sync=True)
+
+    @traitlets.validate("k")
+    def _valid_k(self, proposal):
+        if self.distances and proposal["value"] not in self.distances:
+            raise traitlets.TraitError(f"k must be one of {self.distances}, got {proposal['value']}")
+        return proposal["value"]
+
+    @traitlets.validate("m")
+    def _valid_m(self, proposal):
+        if not 0 <= proposal["value"] <= self.m_max:
+            raise traitlets.TraitError(f"m must be in 0..{self.m_max}, got {proposal['value']}")
+        return proposal["value"]
+
+    def static_figure(self):
+        from matplotlib.figure import Figure as MplFigure
+
+        i = self.distances.index(self.k)
+        m = np.arange(self.m_max + 1)
+        fig = MplFigure(figsize=(6.0, 3.4))
+        ax = fig.add_subplot()
+        ax.plot(m, self.identity[i], color=PALETTE["blue"], linestyle="--", linewidth=2, label="M = I")
+        ax.plot(m, self.mixed[i], color=PALETTE["orange"], linewidth=1.6,
+                label=f"M = I + R (R ~ N(0, {self.sigma:g}²))")
+        ax.plot([self.m], [self.mixed[i][self.m]], "o", color=PALETTE["orange"], markeredgecolor="black")
+        ax.set_ylim(*self.y_range)
+        ax.set_xlim(0, self.m_max)
+        ax.set_xlabel("position m (tokens)")
+        ax.set_ylabel("PE(m)ᵀ M PE(m+k) / (d/2)")
+        ax.set_title(f"distance k = {self.k}, d = {self.d}")
+        ax.legend(loc="lower right", fontsize=8)
+        return fig
+
+
+def position_term(k: int = 4, m: int = 50, d: int = 64, base: float = 10000.0, m_max: int = 200,
+                  distances=DISTANCES, sigma: float = 0.3, seed: int = 0) -> PositionTerm:
+    r"""Figure 1: :math:`PE(m)^{\mathsf T} M\, PE(m+k) / (d/2)` over ``m = 0..m_max`` at distance ``k``.
+
+    Two curves: :math:`M = I` (flat: it depends on ``k`` only) and :math:`M = I + R`
+    with :math:`R` random (entries :math:`\mathcal N(0, \sigma^2)`, ``seed``), which
+    changes with ``m`` at the same distance. ``k`` must be one of ``distances``; ``m``
+    (in ``0..m_max``) places the draggable point on the second curve.
+    """
+    data = position_term_data(d=d, base=base, m_max=m_max, distances=distances, sigma=sigma, seed=seed)
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k not in data["distances"]:
+        raise ValueError(f"k must be one of {data['distances']}, got {k!r}")
+    if isinstance(m, bool) or not isinstance(m, numbers.Integral) or not 0 <= m <= m_max:
+        raise ValueError(f"m must be an integer in 0..{m_max}, got {m!r}")
+    flats = ", ".join(f"{f:.2f} at k = {kk}" for kk, f in zip(data["distances"], data["flat"]))
+    ranges = ", ".join(f"{lo:.2f} to {hi:.2f} at k = {kk}"
+                       for kk, lo, hi in zip(data["distances"], data["mixed_min"], data["mixed_max"]))
+    description = (
+        f"Position-position term PE(m)ᵀ M PE(m+k) / (d/2) of sinusoidal positions (d = {d}) for "
+        f"m = 0..{m_max}. With M = I it depends on the distance only, a flat line at {flats}. "
+        f"With M = I + R (R random, entries of standard deviation {sigma:g}) the same distance "
+        f"gives values that change with m, from {ranges}."
+    )
+    caption = (
+        f"The position-position part of the attention score, PE(m)ᵀ M PE(m+k) / (d/2), at a fixed "
+        f"distance k for positions m = 0..{m_max} (sinusoids, d = {d}). With M = I (blue, dashed) it "
+        f"is the same at every m; with M = I + R, R a fixed random matrix (entries N(0, {sigma:g}²), "
+        f"seed {seed}; orange), it wobbles with m. Choose k; drag the orange point or use the arrow keys."
+    )
+    return PositionTerm(**data, k=int(k), m=int(m), caption=caption, description=description)
