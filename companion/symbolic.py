@@ -20,6 +20,7 @@ __all__ = [
     "softmax_rows",
     "self_attention",
     "is_zero_matrix",
+    "is_zero",
 ]
 
 
@@ -92,4 +93,22 @@ def self_attention(
 
 def is_zero_matrix(M: sp.Matrix) -> bool:
     r"""True when every entry of ``M`` simplifies to exactly 0."""
-    return all(sp.simplify(entry) == 0 for entry in sp.Matrix(M))
+    return all(is_zero(entry) for entry in sp.Matrix(M))
+
+
+def is_zero(expr) -> bool:
+    r"""True when ``expr`` (an expression or a matrix) simplifies to exactly 0.
+
+    Tries :func:`sympy.simplify`, then expands trigonometric and exponential
+    functions (``expand_trig``, ``rewrite(exp)``) for identities that ``simplify``
+    leaves in another form. A ``False`` means SymPy found no proof, not that the
+    identity is false; the chapters assert ``True``.
+    """
+    if isinstance(expr, sp.MatrixBase):
+        return is_zero_matrix(expr)
+    expr = sp.sympify(expr)
+    if sp.simplify(expr) == 0:
+        return True
+    if sp.simplify(sp.expand(sp.expand_trig(expr))) == 0:
+        return True
+    return sp.simplify(sp.expand(expr.rewrite(sp.exp))) == 0

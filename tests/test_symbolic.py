@@ -54,3 +54,12 @@ def test_symbol_matrix_and_permutation_validation():
         symbolic.symbol_matrix("x", 0, 2)
     with pytest.raises(ValueError, match="perm"):
         symbolic.permutation_matrix([0, 2])
+
+
+def test_is_zero_proves_trigonometric_identities_and_rejects_false_ones():
+    a, b = sp.symbols("a b", real=True)
+    assert symbolic.is_zero(sp.sin(a + b) - (sp.sin(a) * sp.cos(b) + sp.cos(a) * sp.sin(b)))
+    assert symbolic.is_zero(sp.cos(a - b) - (sp.cos(a) * sp.cos(b) + sp.sin(a) * sp.sin(b)))
+    assert symbolic.is_zero(sp.re(sp.exp(sp.I * a)) - sp.cos(a))
+    assert not symbolic.is_zero(sp.sin(a + b) - sp.sin(a) * sp.cos(b))
+    assert symbolic.is_zero(sp.Matrix([[sp.sin(a) ** 2 + sp.cos(a) ** 2 - 1]]))
