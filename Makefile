@@ -28,6 +28,7 @@ serve:
 	$(BIN)/python -m http.server --directory _build/html --bind 127.0.0.1 8000
 
 lab: $(PY_STAMP)
+	@$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(BIN)/python -m pip install --quiet --disable-pip-version-check jupyterlab
 	$(BIN)/jupyter lab lessons/
 
 clean-notebooks: $(PY_STAMP)
