@@ -99,7 +99,7 @@ def is_zero_matrix(M: sp.Matrix) -> bool:
 def is_zero(expr) -> bool:
     r"""True when ``expr`` (an expression or a matrix) simplifies to exactly 0.
 
-    Tries :func:`sympy.simplify`, then expands trigonometric and exponential
+    Tries ``sympy.simplify``, then expands trigonometric and exponential
     functions (``expand_trig``, ``rewrite(exp)``) for identities that ``simplify``
     leaves in another form. A ``False`` means SymPy found no proof, not that the
     identity is false; the chapters assert ``True``.
