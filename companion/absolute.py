@@ -6,6 +6,8 @@ components turn at geometrically spaced frequencies, so that moving by :math:`k`
 positions is one fixed rotation. Gehring et al. (2017, ConvS2S), BERT (Devlin et al.
 2018, 512 rows) and GPT-2 (Radford et al. 2019, 1,024 rows) learn one vector per
 position instead, which leaves no row for a position past the table.
+:func:`perplexity` is the yardstick by which Press et al. (2022) compare position
+methods on inputs longer than the training length.
 
 Component order follows Vaswani et al. (2017): pair :math:`i` occupies components
 ``2i`` (the sine) and ``2i + 1`` (the cosine). numpy functions work in float64;
@@ -32,6 +34,7 @@ __all__ = [
     "score_terms",
     "position_score",
     "LearnedPositions",
+    "perplexity",
 ]
 
 
@@ -306,6 +309,43 @@ class LearnedPositions(nn.Module):
 
     def extra_repr(self) -> str:
         return f"max_positions={self.max_positions}, d={self.d}"
+
+
+def perplexity(probabilities) -> float:
+    r"""Perplexity of a language model from the probabilities it gave the true next tokens.
+
+    .. math::
+
+        \operatorname{PPL} = \Bigl(\prod_{t=1}^{N} p_t\Bigr)^{-1/N}
+        = \exp\Bigl(-\frac{1}{N}\sum_{t=1}^{N} \ln p_t\Bigr),
+
+    where :math:`p_t = p(x_t \mid x_{<t})` is the probability the model assigned to the
+    token that actually came next: the inverse of the geometric mean of those
+    probabilities, equivalently the exponential of the mean negative log-likelihood.
+    It is computed in the second form, a sum of logarithms, because the product of many
+    probabilities underflows float64 (``0.01 ** 10_000`` is ``0.0``). A model that spreads
+    its probability evenly over :math:`V` tokens has perplexity :math:`V`; lower is
+    better. Press et al. (2022) compare position methods by the perplexity of
+    language models on inputs longer than those seen in training.
+
+    Parameters
+    ----------
+    probabilities : array of ``N >= 1`` real numbers in ``(0, 1]``, any shape (it is
+        flattened), e.g. ``(N,)`` for one text.
+
+    Returns
+    -------
+    float >= 1.
+    """
+    p = _checks.array("probabilities", probabilities).ravel()
+    if p.size == 0:
+        raise ValueError("probabilities must contain at least one probability, got an empty array")
+    if np.any(p <= 0) or np.any(p > 1):
+        raise ValueError(
+            "probabilities must lie in (0, 1] (a probability of 0 for the true token gives an "
+            f"infinite perplexity), got values from {p.min()} to {p.max()}"
+        )
+    return float(np.exp(-np.mean(np.log(p))))
 
 
 # --- private helpers ---------------------------------------------------------------

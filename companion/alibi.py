@@ -9,13 +9,15 @@ renormalising, so steep heads look nearby and gentle heads look far.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import torch
 from torch import nn
 
 from . import _checks
 
-__all__ = ["slopes", "bias", "ALiBi"]
+__all__ = ["slopes", "bias", "distance_weights", "tail_weight", "effective_span", "ALiBi"]
 
 
 def slopes(n_heads: int) -> np.ndarray:
@@ -81,6 +83,81 @@ def bias(n_heads: int, n_queries: int, n_keys: int | None = None, mask_future: b
     if mask_future:
         b = np.where(j <= i, b, -np.inf)
     return b
+
+
+def distance_weights(n_heads: int, n_keys: int) -> np.ndarray:
+    r"""Each head's weights by distance when every content score is the same.
+
+    With equal content scores :math:`q_i \cdot k_j`, ALiBi's softmax for the newest
+    query (it sees ``n_keys`` keys, at distances :math:`k = 0, \dots, n - 1`) is a
+    truncated geometric distribution, a direct consequence of the bias of
+    Press, Smith & Lewis (2022):
+
+    .. math::
+
+        w_{h,k} = \frac{e^{-m_h k}}{\sum_{l=0}^{n-1} e^{-m_h l}}
+                = e^{-m_h k}\,\frac{1 - e^{-m_h}}{1 - e^{-m_h n}} .
+
+    Column ``k`` is distance ``k`` (key position ``n_keys - 1 - k``), the reverse of
+    the key order in :func:`bias`. Computed in closed form (``expm1`` for accuracy),
+    so long rows cost no softmax.
+
+    Returns float64 of shape ``(n_heads, n_keys)``; each row sums to 1.
+    """
+    m = slopes(n_heads)[:, None]
+    n_keys = _checks.positive_int("n_keys", n_keys)
+    k = np.arange(n_keys)[None, :]
+    return np.exp(-m * k) * (np.expm1(-m) / np.expm1(-m * n_keys))
+
+
+def tail_weight(n_heads: int, n_keys: int, distance: int) -> np.ndarray:
+    r"""The weight each head puts on keys ``distance`` or more positions back, for equal content.
+
+    Summing :func:`distance_weights` over :math:`k \ge D` (a geometric tail):
+
+    .. math::
+
+        T_h(D) = \sum_{k=D}^{n-1} w_{h,k} = \frac{e^{-m_h D} - e^{-m_h n}}{1 - e^{-m_h n}}
+               \;\le\; e^{-m_h D},
+
+    and :math:`T_h(D) \to e^{-m_h D}` as the row grows (equality only at :math:`D = 0`).
+    ``distance`` is an integer in ``0 .. n_keys - 1``; :math:`T_h(0) = 1`.
+
+    Returns float64 of shape ``(n_heads,)``.
+    """
+    m = slopes(n_heads)
+    n_keys = _checks.positive_int("n_keys", n_keys)
+    if isinstance(distance, bool) or not isinstance(distance, numbers.Integral) or not 0 <= distance < n_keys:
+        raise ValueError(f"distance must be an integer in 0..{n_keys - 1} (n_keys - 1), got {distance!r}")
+    distance = int(distance)
+    return np.exp(-m * distance) * (np.expm1(-m * (n_keys - distance)) / np.expm1(-m * n_keys))
+
+
+def effective_span(n_heads: int, n_keys: int, share: float = 0.9) -> np.ndarray:
+    r"""Each head's effective span: the smallest distance that holds ``share`` of the weight.
+
+    For equal content scores and the newest query of a row of ``n_keys`` keys, the
+    smallest :math:`D` with :math:`\sum_{k=0}^{D} w_{h,k} \ge \rho` (:func:`distance_weights`,
+    :math:`\rho` = ``share``). From the geometric sum,
+
+    .. math::
+
+        D_h = \left\lceil \frac{-\ln\bigl(1 - \rho\,(1 - e^{-m_h n})\bigr)}{m_h} \right\rceil - 1
+        \;\xrightarrow{\;n \to \infty\;}\;
+        \left\lceil \frac{\ln \frac{1}{1-\rho}}{m_h} \right\rceil - 1 ,
+
+    so :math:`\rho = 0.9` gives about :math:`\ln 10 / m_h \approx 2.3 / m_h` tokens for the
+    slopes :math:`m_h` of Press, Smith & Lewis (2022). Computed from the cumulative
+    weights by the definition, the same definition as the ``span90`` of
+    :func:`companion.figures.alibi.alibi_heatmap_data` (which adds random content).
+    ``share`` must lie strictly between 0 and 1.
+
+    Returns int64 of shape ``(n_heads,)``, each in ``0 .. n_keys - 1``.
+    """
+    if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < share < 1:
+        raise ValueError(f"share must be a real number with 0 < share < 1, got {share!r}")
+    cumulative = np.cumsum(distance_weights(n_heads, n_keys), axis=-1)
+    return np.minimum((cumulative < share).sum(axis=-1), n_keys - 1).astype(np.int64)
 
 
 class ALiBi(nn.Module):

@@ -6,13 +6,24 @@ added to the input or the score are competitive: the causal mask alone lets a he
 count how many tokens it sees. Without the mask (a bidirectional model) that is
 impossible. Llama 4 (Meta, April 2025) interleaves such position-free layers among
 RoPE layers ("iRoPE") and rescales their queries at long range.
+
+:func:`position_probe` trains a small probe (PyTorch, CPU, a second or two) to read
+the position back from a position-free attention layer's output, with and without
+the causal mask; :func:`single_key_weight` measures how the softmax flattens over
+long contexts and how much a query scale such as :func:`attention_temperature`
+restores.
 """
 from __future__ import annotations
 
+import numbers
+from typing import NamedTuple
+
 import numpy as np
+import torch
+from torch import nn
 
 from . import _checks
-from .attention import causal_mask
+from .attention import causal_mask, self_attention
 
 __all__ = [
     "no_positions",
@@ -22,6 +33,11 @@ __all__ = [
     "read_position",
     "irope_layer_pattern",
     "attention_temperature",
+    "single_key_weight",
+    "nope_layer_outputs",
+    "ProbeResult",
+    "position_probe",
+    "unmasked_probe_floor",
 ]
 
 
@@ -157,3 +173,244 @@ def attention_temperature(positions, floor_scale: float = 8192, attn_scale: floa
     floor_scale = _checks.positive_float("floor_scale", floor_scale)
     attn_scale = _checks.at_least("attn_scale", attn_scale, 0.0)
     return np.log(np.floor((p + 1.0) / floor_scale) + 1.0) * attn_scale + 1.0
+
+
+def single_key_weight(n_keys, margin, scale=1.0) -> np.ndarray:
+    r"""Softmax weight of one key whose score beats each of the other keys by ``margin``.
+
+    With scores :math:`s + \delta` for the one key and :math:`s` for the other
+    :math:`n - 1`, all multiplied by ``scale`` :math:`\tau` (a query scale such as
+    :func:`attention_temperature`),
+
+    .. math::
+
+        w = \frac{e^{\tau\delta}}{e^{\tau\delta} + n - 1}
+          = \frac{1}{1 + (n - 1)\, e^{-\tau\delta}} .
+
+    For fixed :math:`\delta` and :math:`\tau` the weight falls towards 0 as :math:`n`
+    grows: the softmax flattens over long contexts ("attention fading", Nakanishi
+    2025, "Scalable-Softmax Is Superior for Attention", arXiv:2501.19399). A scale
+    :math:`\tau > 1` sharpens it again; :math:`\tau = 1 + c \ln n` keeps it bounded
+    away from 0.
+
+    Parameters
+    ----------
+    n_keys : integers >= 1 (the number of keys the query sees), any shape.
+    margin : real numbers, the score lead :math:`\delta` of the one key.
+    scale : real numbers > 0, the factor :math:`\tau` on every score (default 1).
+
+    Returns
+    -------
+    float64 array, the broadcast shape of the three arguments, entries in (0, 1].
+    """
+    n = np.asarray(n_keys)
+    if n.dtype == np.bool_ or not np.issubdtype(n.dtype, np.integer) or np.any(n < 1):
+        raise ValueError(f"n_keys must be integers >= 1, got {n_keys!r}")
+    delta = _checks.array("margin", margin)
+    tau = _checks.array("scale", scale)
+    if np.any(tau <= 0):
+        raise ValueError(f"scale must be real numbers > 0, got a minimum of {tau.min()}")
+    try:
+        shape = np.broadcast_shapes(n.shape, delta.shape, tau.shape)
+    except ValueError as err:
+        raise ValueError(
+            f"n_keys, margin and scale must broadcast together, got shapes {n.shape}, {delta.shape}, {tau.shape}"
+        ) from err
+    others = (n.astype(np.float64) - 1.0) * np.exp(-tau * delta)
+    return np.broadcast_to(1.0 / (1.0 + others), shape).astype(np.float64)
+
+
+def _bool(name: str, value) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _seed(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {value!r}")
+    return int(value)
+
+
+def nope_layer_outputs(
+    n_sequences: int,
+    n_tokens: int,
+    causal: bool,
+    d_model: int = 16,
+    vocab_size: int = 8,
+    weight_std: float = 0.02,
+    bos: bool = True,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Outputs of one position-free attention head on random token sequences.
+
+    One layer is drawn from ``seed``: an embedding table with ``vocab_size + 1`` rows
+    (entries :math:`\mathcal N(0, 1)`; the last row is the beginning-of-sequence token
+    ``BOS``, id ``vocab_size``) and :math:`W_Q, W_K, W_V \in \mathbb R^{d \times d}`
+    with entries :math:`\mathcal N(0, \text{weight\_std}^2)`. Then ``n_sequences``
+    sequences of ``n_tokens`` tokens are drawn uniformly from the vocabulary (slot 0
+    holds ``BOS`` when ``bos`` is true), embedded with **no positional information**,
+    and passed through
+
+    .. math:: O = \operatorname{softmax}\Bigl(\frac{X W_Q (X W_K)^{\mathsf T}}{\sqrt d} + M\Bigr) X W_V ,
+
+    with :math:`M` the causal mask (:math:`-\infty` above the diagonal) when
+    ``causal`` is true and no mask otherwise (:func:`companion.attention.self_attention`).
+    Small weights, as at the start of training, make the attention nearly uniform, so
+    query :math:`i` of the causal head averages its :math:`i + 1` visible values
+    (Haviv et al. 2022; the first-layer construction of Kazemnejad et al. 2023).
+
+    The layer depends on ``seed`` and the shapes only, not on ``n_sequences``: the
+    first sequences are the same whatever their number.
+
+    Returns
+    -------
+    outputs : float64 array ``(n_sequences, n_tokens, d_model)``.
+    tokens : int64 array ``(n_sequences, n_tokens)`` of token ids.
+    """
+    n_sequences = _checks.positive_int("n_sequences", n_sequences)
+    n_tokens = _checks.positive_int("n_tokens", n_tokens)
+    causal = _bool("causal", causal)
+    d_model = _checks.positive_int("d_model", d_model)
+    vocab_size = _checks.positive_int("vocab_size", vocab_size)
+    weight_std = _checks.positive_float("weight_std", weight_std)
+    bos = _bool("bos", bos)
+    seed = _seed(seed)
+    rng = np.random.default_rng(seed)
+    embedding = rng.normal(size=(vocab_size + 1, d_model))
+    w_q, w_k, w_v = rng.normal(scale=weight_std, size=(3, d_model, d_model))
+    tokens = rng.integers(0, vocab_size, size=(n_sequences, n_tokens))
+    if bos:
+        tokens[:, 0] = vocab_size
+    mask = causal_mask(n_tokens) if causal else None
+    outputs, _ = self_attention(embedding[tokens], w_q, w_k, w_v, mask=mask)
+    return outputs, tokens.astype(np.int64)
+
+
+class ProbeResult(NamedTuple):
+    """What :func:`position_probe` measured on the held-out sequences."""
+
+    mae: float
+    """Mean absolute error of the predicted position, in positions."""
+    accuracy: float
+    """Fraction of held-out tokens whose rounded prediction is exactly their position."""
+    baseline_mae: float
+    """Error of the best guess without looking: always the mean training position."""
+    predicted: np.ndarray
+    """Predicted positions, float64 ``(n_test, n_tokens)``; column ``i`` holds slot ``i``."""
+
+
+def position_probe(
+    causal: bool = True,
+    n_tokens: int = 16,
+    d_model: int = 16,
+    vocab_size: int = 8,
+    weight_std: float = 0.02,
+    bos: bool = True,
+    n_train: int = 256,
+    n_test: int = 128,
+    hidden: int = 64,
+    steps: int = 400,
+    lr: float = 0.02,
+    seed: int = 0,
+) -> ProbeResult:
+    r"""Train a small probe to read each token's position from a NoPE head's output.
+
+    Probing in the manner of Haviv et al. (2022): a frozen layer, and a separate small
+    network trained to predict, from one output row alone, which slot it came from.
+    The layer and the sequences come from :func:`nope_layer_outputs` (``n_train +
+    n_test`` sequences; the first ``n_train`` train the probe, the rest test it). The
+    probe is a multilayer perceptron :math:`\mathbb R^{d} \to \mathbb R^{\text{hidden}}
+    \to \mathbb R` with a ReLU, on features standardised with the training mean and
+    standard deviation, trained by full-batch Adam for ``steps`` steps on the squared
+    error :math:`(\hat\imath - i)^2` (float32, one CPU thread, seeded; a second or
+    two).
+
+    Under the causal mask the output of slot :math:`i` carries about :math:`1/(i+1)`
+    of the ``BOS`` value, and the probe recovers :math:`i` (error well below one
+    position with the defaults). Without the mask the rows of different slots are
+    identically distributed (:math:`\operatorname{Attn}(PX) = P\operatorname{Attn}(X)`),
+    so no probe can beat a constant guess except where a token's *content* gives its
+    slot away (``BOS`` in slot 0, visible once ``weight_std`` is large enough for the
+    query to matter).
+
+    Returns
+    -------
+    :class:`ProbeResult` with ``mae``, ``accuracy``, ``baseline_mae`` (the error of
+    always guessing the mean position, :math:`n/4` for even ``n_tokens``) and the
+    ``predicted`` positions of the test sequences. The global PyTorch random state
+    is left as it was.
+    """
+    n_tokens = _checks.positive_int("n_tokens", n_tokens)
+    if n_tokens < 2:
+        raise ValueError(f"n_tokens must be an integer >= 2 (one slot has no position to find), got {n_tokens}")
+    n_train = _checks.positive_int("n_train", n_train)
+    n_test = _checks.positive_int("n_test", n_test)
+    hidden = _checks.positive_int("hidden", hidden)
+    steps = _checks.positive_int("steps", steps)
+    lr = _checks.positive_float("lr", lr)
+    seed = _seed(seed)
+    outputs, _ = nope_layer_outputs(
+        n_train + n_test, n_tokens, causal, d_model=d_model, vocab_size=vocab_size,
+        weight_std=weight_std, bos=bos, seed=seed,
+    )
+    d_model = outputs.shape[-1]
+    positions = np.broadcast_to(np.arange(n_tokens, dtype=np.float64), outputs.shape[:2])
+    x_train = outputs[:n_train].reshape(-1, d_model)
+    x_test = outputs[n_train:].reshape(-1, d_model)
+    y_train = positions[:n_train].reshape(-1)
+    y_test = positions[n_train:].reshape(-1)
+    mean = x_train.mean(axis=0)
+    std = x_train.std(axis=0)
+    std[std < 1e-12] = 1.0
+    x_train = torch.tensor((x_train - mean) / std, dtype=torch.float32)
+    x_test = torch.tensor((x_test - mean) / std, dtype=torch.float32)
+    target = torch.tensor(y_train, dtype=torch.float32)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: more threads only add overhead
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            probe = nn.Sequential(nn.Linear(d_model, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+            optimiser = torch.optim.Adam(probe.parameters(), lr=lr)
+            for _ in range(steps):
+                optimiser.zero_grad()
+                loss = torch.mean((probe(x_train).squeeze(-1) - target) ** 2)
+                loss.backward()
+                optimiser.step()
+            with torch.no_grad():
+                predicted = probe(x_test).squeeze(-1).double().numpy()
+    finally:
+        torch.set_num_threads(threads)
+    return ProbeResult(
+        mae=float(np.mean(np.abs(predicted - y_test))),
+        accuracy=float(np.mean(np.rint(predicted) == y_test)),
+        baseline_mae=float(np.mean(np.abs(y_test - y_train.mean()))),
+        predicted=predicted.reshape(n_test, n_tokens),
+    )
+
+
+def unmasked_probe_floor(n_tokens: int, bos: bool = True) -> float:
+    r"""The smallest mean absolute error any probe can reach on an unmasked NoPE layer.
+
+    If the tokens in slots :math:`s, \dots, n-1` are independent and identically
+    distributed, the rows of those slots in :math:`\operatorname{Attn}(X)` all have the
+    same distribution (permutation equivariance), so a probe that sees one row
+    produces the same distribution of guesses :math:`c` at each of them. Its
+    expected error is then at least
+
+    .. math::
+
+        \frac{1}{n} \min_{c} \sum_{i=s}^{n-1} |c - i|
+        = \frac{1}{n} \Bigl\lfloor \frac{m^2}{4} \Bigr\rfloor, \qquad m = n - s ,
+
+    the minimum being reached at a median of :math:`s, \dots, n-1`. With ``bos`` the
+    fixed token in slot 0 (:math:`s = 1`) is granted a perfect guess; without it
+    (:math:`s = 0`) the floor is :math:`n/4` for even :math:`n`. Compare
+    :attr:`ProbeResult.mae` of :func:`position_probe` with ``causal=False``.
+
+    Returns a float >= 0.
+    """
+    n_tokens = _checks.positive_int("n_tokens", n_tokens)
+    free = n_tokens - 1 if _bool("bos", bos) else n_tokens
+    return (free * free // 4) / n_tokens

@@ -38,6 +38,8 @@ __all__ = [
     "t5_bucket",
     "t5_bias",
     "T5RelativeBias",
+    "PositionCost",
+    "position_cost",
 ]
 
 
@@ -447,6 +449,96 @@ class T5RelativeBias(nn.Module):
             f"n_heads={self.n_heads}, num_buckets={self.num_buckets}, "
             f"max_distance={self.max_distance}, bidirectional={self.bidirectional}"
         )
+
+
+# --- cost of the three methods --------------------------------------------------------
+
+
+class PositionCost(NamedTuple):
+    """What a relative method costs in one model configuration (see :func:`position_cost`)."""
+
+    parameters: int
+    multiply_adds: int
+    content_multiply_adds: int
+
+
+def position_cost(
+    method: str,
+    n_layers: int,
+    n_heads: int,
+    d_head: int,
+    n_queries: int,
+    n_keys: int | None = None,
+    *,
+    clip: int = 16,
+    num_buckets: int = 32,
+    tied_uv: bool = False,
+) -> PositionCost:
+    r"""Learned parameters and extra score work of Shaw, Transformer-XL or T5 positions.
+
+    For a stack of ``n_layers`` attention layers with ``n_heads`` heads of width
+    ``d_head`` (model width :math:`D = H d_\text{head}`), and one sequence of
+    ``n_queries`` queries :math:`n_q` against ``n_keys`` keys :math:`n_k`:
+
+    ``parameters``: learned numbers that exist only to carry position, whole stack.
+
+    * ``"shaw"``: one key table and one value table of :math:`2c + 1` vectors of
+      width :math:`d_\text{head}` per layer, shared by the heads (Shaw, Uszkoreit &
+      Vaswani 2018, section 3.3): :math:`2 L (2c + 1) d_\text{head}`.
+    * ``"transformer_xl"``: per layer :math:`W_{k,R}` (:math:`D \times D` over all
+      heads) and :math:`u, v` (:math:`D` each; counted once for the stack when
+      ``tied_uv``): :math:`L D^2 + 2 L D`, or :math:`L D^2 + 2D` (Dai et al. 2019).
+    * ``"t5"``: one scalar per bucket and head, one table for the whole stack
+      (Raffel et al. 2020): :math:`B H`.
+
+    ``multiply_adds``: extra work per layer to put distance into all
+    :math:`n_q n_k` scores (and, for Shaw, outputs), each pair evaluated directly;
+    adding a bias to a score counts as one.
+
+    * ``"shaw"``: :math:`q_i \cdot a^K_{ij}` and :math:`\alpha_{ij} a^V_{ij}` for
+      every pair and head: :math:`2 H n_q n_k d_\text{head}`.
+    * ``"transformer_xl"``: :math:`W_{k,R} R_t` for the :math:`n_k` distances
+      :math:`0..n_k-1` (:math:`n_k D^2`), term (b) for every pair
+      (:math:`H n_q n_k d_\text{head}`), terms (c) and (d) once per key and per
+      distance (:math:`2 H n_k d_\text{head}`).
+    * ``"t5"``: one addition per pair and head: :math:`H n_q n_k`.
+
+    ``content_multiply_adds``: plain attention's :math:`QK^{\mathsf T}` and
+    :math:`AV` per layer, :math:`2 H n_q n_k d_\text{head}`, for scale.
+
+    Parameters
+    ----------
+    method : ``"shaw"``, ``"transformer_xl"`` or ``"t5"``.
+    n_layers, n_heads, d_head, n_queries : integers >= 1.
+    n_keys : integer >= ``n_queries`` (default ``n_queries``).
+    clip : Shaw's clipping distance :math:`c`, integer >= 0.
+    num_buckets : T5's number of buckets :math:`B`, integer >= 2.
+    tied_uv : Transformer-XL only; one :math:`u, v` pair for all layers.
+
+    Returns
+    -------
+    :class:`PositionCost` ``(parameters, multiply_adds, content_multiply_adds)`` of ints.
+    """
+    _checks.one_of("method", method, ("shaw", "transformer_xl", "t5"))
+    L = _checks.positive_int("n_layers", n_layers)
+    H = _checks.positive_int("n_heads", n_heads)
+    d_h = _checks.positive_int("d_head", d_head)
+    n_q, n_k = _sizes(n_queries, n_keys)
+    c = _nonneg_int("clip", clip)
+    buckets = _checks.positive_int("num_buckets", num_buckets)
+    if buckets < 2:
+        raise ValueError(f"num_buckets must be an integer >= 2, got {buckets}")
+    if not isinstance(tied_uv, bool | np.bool_):
+        raise ValueError(f"tied_uv must be True or False, got {tied_uv!r}")
+    D = H * d_h
+    content = 2 * H * n_q * n_k * d_h
+    if method == "shaw":
+        return PositionCost(2 * L * (2 * c + 1) * d_h, 2 * H * n_q * n_k * d_h, content)
+    if method == "transformer_xl":
+        uv = 2 * D if tied_uv else 2 * L * D
+        work = n_k * D * D + H * n_q * n_k * d_h + 2 * H * n_k * d_h
+        return PositionCost(L * D * D + uv, work, content)
+    return PositionCost(buckets * H, H * n_q * n_k, content)
 
 
 # --- private helpers ------------------------------------------------------------------

@@ -9,10 +9,12 @@ token is rotated by its own (absolute) position, yet attention sees relative one
 
 Two pair layouts are in use and both are supported everywhere (``layout=``):
 
-* ``"adjacent"``: pair ``i`` is components ``(2i, 2i+1)``, as in the RoFormer paper
-  and GPT-J;
-* ``"split"``: pair ``i`` is components ``(i, i + d/2)``, as in GPT-NeoX and Llama
-  (the ``rotate_half`` form).
+* ``"adjacent"``: pair ``i`` is components ``(2i, 2i+1)``, as in the RoFormer paper,
+  GPT-J and Meta's reference code for Llama (complex numbers from neighbours);
+* ``"split"``: pair ``i`` is components ``(i, i + d/2)``, as in GPT-NeoX and the
+  Hugging Face ``transformers`` implementation of Llama (the ``rotate_half`` form),
+  whose checkpoint conversion permutes ``W_Q`` and ``W_K`` accordingly
+  (:func:`layout_permutation`).
 
 Numbers are numpy float64; :class:`RotaryEmbedding` is the torch layer. Angles
 ``m * theta_i`` are always formed in float64, so positions of ``10^6`` and beyond
@@ -27,6 +29,7 @@ import torch
 from torch import nn
 
 from . import _checks
+from . import attention as _attention
 
 __all__ = [
     "LAYOUTS",
@@ -41,9 +44,11 @@ __all__ = [
     "to_complex",
     "from_complex",
     "rotate_complex",
+    "symbolic_rotation_matrix",
     "score",
     "relative_score",
     "complex_score",
+    "self_attention",
     "long_term_decay",
     "decay_bound",
     "aliased_step",
@@ -97,8 +102,8 @@ def pair_indices(d: int, layout: str = "adjacent") -> tuple[np.ndarray, np.ndarr
     r"""Component indices ``(a, b)`` of the ``d/2`` pairs, each of shape ``(d/2,)``.
 
     Pair ``i`` is the plane vector ``(x[a_i], x[b_i])``: ``(2i, 2i+1)`` for
-    ``"adjacent"`` (Su et al. 2021; GPT-J), ``(i, i + d/2)`` for ``"split"``
-    (GPT-NeoX, Black et al. 2022; Llama, Touvron et al. 2023).
+    ``"adjacent"`` (Su et al. 2021; GPT-J; Meta's Llama code), ``(i, i + d/2)`` for
+    ``"split"`` (GPT-NeoX, Black et al. 2022; Llama in Hugging Face ``transformers``).
     """
     d = _checks.even_positive_int("d", d)
     layout = _checks.one_of("layout", layout, LAYOUTS)
@@ -212,6 +217,38 @@ def rotate_complex(x, positions, inv_freq, layout: str = "adjacent") -> np.ndarr
     return from_complex(to_complex(x, layout) * np.exp(1j * phi), layout)
 
 
+def symbolic_rotation_matrix(position, thetas, layout: str = "adjacent"):
+    r"""The rotation ``R_m`` as a SymPy matrix, for proofs: shape ``(d, d)``, ``d = 2 len(thetas)``.
+
+    The same block-diagonal matrix as :func:`rotation_matrices`, with entries
+    ``cos(position * theta_i)`` and ``sin(position * theta_i)`` left symbolic: the
+    ``2 x 2`` block ``[[cos, -sin], [sin, cos]]`` of pair ``i`` sits on the rows and
+    columns ``(a_i, b_i)`` of :func:`pair_indices` (Su et al. 2021, eq. (15)).
+    ``position``: any SymPy expression or number (a symbol ``m``, ``n - m``, ``7``);
+    ``thetas``: a non-empty sequence of SymPy expressions or numbers, one per pair.
+    ``symbolic_rotation_matrix(a, [1])`` is the plane rotation by the angle ``a``.
+    """
+    import sympy as sp
+
+    if isinstance(thetas, (str, bytes)) or not hasattr(thetas, "__len__"):
+        raise ValueError(f"thetas must be a non-empty sequence (one frequency per pair), got {thetas!r}")
+    if len(thetas) == 0:
+        raise ValueError("thetas must be a non-empty sequence (one frequency per pair), got an empty one")
+    try:
+        position = sp.sympify(position)
+        thetas = [sp.sympify(t) for t in thetas]
+    except (sp.SympifyError, TypeError) as err:
+        raise ValueError(f"position and thetas must be SymPy expressions or numbers: {err}") from err
+    d = 2 * len(thetas)
+    a, b = pair_indices(d, _checks.one_of("layout", layout, LAYOUTS))
+    R = sp.zeros(d, d)
+    for i, theta in enumerate(thetas):
+        phi = position * theta
+        R[int(a[i]), int(a[i])], R[int(a[i]), int(b[i])] = sp.cos(phi), -sp.sin(phi)
+        R[int(b[i]), int(a[i])], R[int(b[i]), int(b[i])] = sp.sin(phi), sp.cos(phi)
+    return R
+
+
 # ---------------------------------------------------------------------------
 # Scores: the relative-position identity
 # ---------------------------------------------------------------------------
@@ -254,6 +291,44 @@ def complex_score(q, k, m, n, inv_freq, layout: str = "adjacent") -> np.ndarray:
     h = to_complex(q, layout) * np.conj(to_complex(k, layout))
     delta = _checks.positions("m", m).astype(np.float64) - _checks.positions("n", n)
     return np.sum(h * np.exp(1j * np.multiply.outer(delta, theta)), axis=-1).real
+
+
+def self_attention(x, w_q, w_k, w_v, positions, inv_freq, layout: str = "adjacent", mask=None):
+    r"""Single-head self-attention with RoPE: rotate the queries and keys, never the values.
+
+    .. math::
+
+        q_t = R_{m_t} W_Q^{\mathsf T} x_t, \qquad k_t = R_{m_t} W_K^{\mathsf T} x_t, \qquad
+        v_t = W_V^{\mathsf T} x_t ,
+
+    then :func:`companion.attention.scaled_dot_product_attention` with ``mask``. The
+    rotation acts after the projections, inside the layer, so a model applies it in
+    every attention layer (Su et al. 2021; Touvron et al. 2023). Scores depend on the
+    positions only through ``m_j - m_i``; the values carry no position.
+
+    ``x``: ``(..., n, d_model)``; ``w_q``, ``w_k``: ``(d_model, d)`` with
+    ``d = 2 len(inv_freq)``; ``w_v``: ``(d_model, d_v)``; ``positions``: non-negative
+    integers broadcastable to ``x.shape[:-1]``, usually ``(n,)``; ``mask``: optional
+    boolean, ``True`` = may attend (e.g. :func:`companion.attention.causal_mask`).
+    Returns ``(out, weights)`` of shapes ``(..., n, d_v)`` and ``(..., n, n)``.
+    """
+    x = _checks.array("x", x, ndim_at_least=2)
+    theta = _frequency_vector(inv_freq)
+    mats = {}
+    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+        w = _checks.array(name, w)
+        if w.ndim != 2 or w.shape[0] != x.shape[-1]:
+            raise ValueError(
+                f"{name} must be a matrix with {x.shape[-1]} rows (the width of x), got shape {w.shape}"
+            )
+        if name != "w_v" and w.shape[1] != 2 * theta.size:
+            raise ValueError(
+                f"{name} must have d = 2 * len(inv_freq) = {2 * theta.size} columns, got shape {w.shape}"
+            )
+        mats[name] = w
+    q = rotate(x @ mats["w_q"], positions, theta, layout)
+    k = rotate(x @ mats["w_k"], positions, theta, layout)
+    return _attention.scaled_dot_product_attention(q, k, x @ mats["w_v"], mask=mask)
 
 
 # ---------------------------------------------------------------------------

@@ -66,6 +66,10 @@ __all__ = [
     "out_of_range",
     "Extension",
     "extension",
+    "score_curve",
+    "fit_score_curve",
+    "interpolation_error_bound",
+    "pi_bound_ratio",
 ]
 
 #: Su et al. (2021); Llama 1 and 2
@@ -523,6 +527,109 @@ def extension(method: str, d: int = 128, s: float = 8.0, L: int = LLAMA2_CONTEXT
 
 
 # ---------------------------------------------------------------------------
+# Why interpolation is safer: the score as a function of distance (Chen et al. 2023)
+# ---------------------------------------------------------------------------
+
+def score_curve(h, distances, inv_freq) -> np.ndarray:
+    r"""The RoPE score as a function of the relative distance: ``a(s) = Re sum_j h_j e^{i s theta_j}``.
+
+    Chen et al. (2023), eq. (3), with ``h_j = (q_{2j} + i q_{2j+1})(k_{2j} - i k_{2j+1})``
+    the complex content of pair ``j`` (the ``h_j`` of RoFormer section 3.4.3) and
+    ``s = m - n``. The formula is defined for every real ``s``, not only for the integer
+    distances a model meets; Position Interpolation evaluates it at fractions.
+    ``h``: complex, shape ``(d/2,)``; ``distances``: real, any shape; ``inv_freq``:
+    ``(d/2,)``. Returns float64 of the shape of ``distances``.
+    """
+    theta = _positive_frequencies("inv_freq", inv_freq)
+    h = _content_vector(h, theta)
+    s = _checks.array("distances", distances)
+    return (np.exp(1j * np.multiply.outer(s, theta)) @ h).real
+
+
+def fit_score_curve(distances, targets, inv_freq, rcond: float | None = None, ridge: float = 0.0) -> np.ndarray:
+    r"""Least-squares contents ``h`` whose :func:`score_curve` matches ``targets`` at ``distances``.
+
+    Writes ``a(s) = sum_j Re(h_j) cos(s theta_j) - Im(h_j) sin(s theta_j)`` as a linear
+    model with the ``d`` real unknowns ``(Re h, Im h)`` and minimises
+    ``sum_k (a(s_k) - y_k)^2 + ridge * sum_j |h_j|^2``: with ``ridge = 0`` by
+    ``numpy.linalg.lstsq`` (the minimum-norm solution; singular values below
+    ``rcond`` times the largest count as zero, NumPy's default when ``None``), with
+    ``ridge > 0`` by the regularised normal equations. This is the experiment of Chen
+    et al. (2023), Figure 2 and Appendix C.1 (they solve the normal equations with
+    ``eps = 0`` in float32; the slow pairs make the problem very ill-conditioned, so
+    the extrapolated values depend on this choice, not only on the data).
+    ``distances``, ``targets``: real, shape ``(K,)``. Returns complex ``h``, shape ``(d/2,)``.
+    """
+    theta = _positive_frequencies("inv_freq", inv_freq)
+    s = _checks.array("distances", distances)
+    y = _checks.array("targets", targets)
+    if s.ndim != 1 or s.size == 0:
+        raise ValueError(f"distances must be a non-empty 1-D array, got shape {s.shape}")
+    if y.shape != s.shape:
+        raise ValueError(f"targets must have the shape of distances {s.shape}, got {y.shape}")
+    ridge = float(_checks.at_least("ridge", ridge, 0.0))
+    if rcond is not None:
+        rcond = _checks.positive_float("rcond", rcond)
+        if ridge > 0:
+            raise ValueError("rcond applies only to the unregularised fit: pass rcond or ridge > 0, not both")
+    phase = np.multiply.outer(s, theta)
+    X = np.concatenate([np.cos(phase), -np.sin(phase)], axis=1)
+    if ridge > 0:
+        coeffs = np.linalg.solve(X.T @ X + ridge * np.eye(X.shape[1]), X.T @ y)
+    else:
+        coeffs = np.linalg.lstsq(X, y, rcond=rcond)[0]
+    n = theta.size
+    return coeffs[:n] + 1j * coeffs[n:]
+
+
+def interpolation_error_bound(h, inv_freq, spacing: float = 1.0) -> float:
+    r"""Bound on ``|a(s) - a_lin(s)|`` between two grid points ``spacing`` apart.
+
+    ``a_lin`` is the straight line through ``a(s_1)`` and ``a(s_2)``. The classical
+    interpolation remainder gives ``a(s) - a_lin(s) = a''(xi) (s - s_1)(s - s_2) / 2``
+    for some ``xi`` in ``[s_1, s_2]``, and ``|a''| <= sum_j |h_j| theta_j^2``; the
+    product ``(s - s_1)(s_2 - s)`` is at most ``spacing^2 / 4``. So
+
+    .. math:: |a(s) - a_{\mathrm{lin}}(s)| \le \frac{\mathrm{spacing}^2}{8} \sum_j |h_j|\,\theta_j^2 .
+
+    This is Chen et al. (2023), Theorem 2.1, before their last step, which replaces
+    ``sum_j theta_j^2`` by ``d / (4 ln c)``; see :func:`pi_bound_ratio`. ``h``: complex,
+    ``(d/2,)``. Returns a float.
+    """
+    theta = _positive_frequencies("inv_freq", inv_freq)
+    h = _content_vector(h, theta)
+    spacing = _checks.positive_float("spacing", spacing)
+    return float(spacing**2 / 8.0 * np.sum(np.abs(h) * theta**2))
+
+
+def pi_bound_ratio(distances, d: int = 128, base: float = ROFORMER_BASE, constant: str = "exact") -> np.ndarray:
+    r"""Extrapolation bound over interpolation bound, per unit ``max_j |h_j|`` (Chen et al. 2023).
+
+    Extrapolation (RoFormer section 3.4.3, as restated in Chen et al., eq. (8)):
+    ``|a(s)| <= 2 max_j |h_j| B(s)`` with ``B(s) = sum_{k=1}^{d/2} |A_k(s)|`` and
+    ``A_k(s) = sum_{j<k} e^{i s theta_j}`` (``B = (d/2)`` times
+    :func:`companion.rope.long_term_decay`). Interpolation, worst point of a unit gap:
+    ``max_j |h_j| C`` with ``C = sum_j theta_j^2 / 8`` (``constant="exact"``, from
+    :func:`interpolation_error_bound`) or ``C = d / (32 ln base)`` (``constant="paper"``,
+    their eq. (7), which rests on ``c^x <= 1 + x ln c`` for ``x < 0``; convexity gives
+    the opposite inequality, so the paper's ``C`` is smaller than the exact one, by a
+    factor 1.15 at ``d = 128``). Returns ``2 B(s) / C``, the shape of ``distances``
+    (real). With the paper's constant this is ``64 ln(base) B(s) / d``, "at least
+    ~600" where ``B(s) >= d``. The two bounds bound different quantities (a deviation
+    from a chord and an absolute value): the ratio compares guarantees, not scores.
+    """
+    d = _checks.even_positive_int("d", d)
+    base = _checks.positive_float("base", base)
+    if base <= 1.0:
+        raise ValueError(f"base must be a finite real number > 1 for the bounds (ln base > 0), got {base}")
+    constant = _checks.one_of("constant", constant, ("exact", "paper"))
+    theta = rope.inv_freq(d, base)
+    B = (d // 2) * rope.long_term_decay(distances, theta)
+    C = np.sum(theta**2) / 8.0 if constant == "exact" else d / (32.0 * math.log(base))
+    return 2.0 * B / C
+
+
+# ---------------------------------------------------------------------------
 # Private helpers
 # ---------------------------------------------------------------------------
 
@@ -555,3 +662,15 @@ def _positive_frequencies(name: str, value) -> np.ndarray:
     if theta.ndim != 1 or theta.size == 0 or np.any(theta <= 0):
         raise ValueError(f"{name} must be a non-empty 1-D array of frequencies > 0, got shape {theta.shape}")
     return theta
+
+
+def _content_vector(h, theta: np.ndarray) -> np.ndarray:
+    try:
+        out = np.asarray(h, dtype=np.complex128)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"h must be an array of complex numbers, got {type(h).__name__}") from err
+    if out.shape != theta.shape:
+        raise ValueError(f"h must have shape {theta.shape} (one complex number per pair), got {out.shape}")
+    if not np.all(np.isfinite(out)):
+        raise ValueError("h must contain only finite numbers (no nan or inf)")
+    return out

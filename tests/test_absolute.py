@@ -202,6 +202,37 @@ def test_gpt2_table_has_no_row_for_position_1024():
         gpt2(torch.arange(1025))
 
 
+# --- perplexity ---------------------------------------------------------------------------
+
+
+def test_perplexity_is_the_inverse_geometric_mean():
+    probabilities = [0.5, 0.25, 0.125, 0.8, 0.01]
+    reference = 1 / math.prod(probabilities) ** (1 / len(probabilities))
+    assert absolute.perplexity(probabilities) == pytest.approx(reference, rel=1e-13)
+    assert absolute.perplexity(np.array(probabilities).reshape(5, 1)) == pytest.approx(reference, rel=1e-13)
+
+
+@pytest.mark.parametrize("vocabulary", [1, 2, 50, 50_257])
+def test_perplexity_of_a_uniform_guess_is_the_vocabulary_size(vocabulary):
+    assert absolute.perplexity(np.full(300, 1 / vocabulary)) == pytest.approx(vocabulary, rel=1e-12)
+
+
+def test_perplexity_survives_a_product_that_underflows():
+    probabilities = np.full(10_000, 0.01)
+    assert np.prod(probabilities) == 0.0  # the literal definition would divide by zero
+    assert absolute.perplexity(probabilities) == pytest.approx(100.0, rel=1e-12)
+
+
+def test_perplexity_of_a_perfect_model_is_one():
+    assert absolute.perplexity([1.0, 1.0, 1.0]) == 1.0
+
+
+@pytest.mark.parametrize("bad", [[], [0.5, 0.0], [1.2], [-0.1, 0.5], [float("nan")], "half", [[0.5], [None]]])
+def test_perplexity_rejects_what_is_not_a_probability(bad):
+    with pytest.raises(ValueError, match="probabilities"):
+        absolute.perplexity(bad)
+
+
 # --- bad input ----------------------------------------------------------------------------
 
 

@@ -119,6 +119,87 @@ def test_steep_heads_look_near_gentle_heads_look_far():
     assert mean_distance[0] == pytest.approx(1 / (math.exp(0.5) - 1), rel=1e-9)  # geometric tail
 
 
+# --- equal-content weights, tails and spans --------------------------------------------------
+
+
+def _brute_force_last_row(n_heads, n_keys):
+    """Reference: softmax of the bias for the newest query, reordered by distance."""
+    weights = attention.softmax(alibi.bias(n_heads, 1, n_keys))[:, 0, :]  # (H, n_keys), key order
+    return weights[:, ::-1]  # column k = distance k
+
+
+@pytest.mark.parametrize("n_heads, n_keys", [(1, 1), (8, 1), (8, 7), (12, 50), (8, 600)])
+def test_distance_weights_are_the_softmax_of_the_bias(n_heads, n_keys):
+    got = alibi.distance_weights(n_heads, n_keys)
+    assert got.shape == (n_heads, n_keys)
+    np.testing.assert_allclose(got, _brute_force_last_row(n_heads, n_keys), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(got.sum(axis=-1), 1.0, rtol=1e-13)
+
+
+def test_distance_weights_decay_geometrically():
+    got = alibi.distance_weights(8, 40)
+    ratios = got[:, 1:] / got[:, :-1]
+    np.testing.assert_allclose(ratios, np.exp(-alibi.slopes(8))[:, None] * np.ones((1, 39)), rtol=1e-13)
+
+
+@pytest.mark.parametrize("n_heads, n_keys, distance", [(8, 10, 0), (8, 10, 9), (8, 2048, 1024), (12, 300, 17)])
+def test_tail_weight_sums_the_softmax_tail(n_heads, n_keys, distance):
+    expected = _brute_force_last_row(n_heads, n_keys)[:, distance:].sum(axis=-1)
+    np.testing.assert_allclose(alibi.tail_weight(n_heads, n_keys, distance), expected, rtol=1e-11, atol=1e-300)
+
+
+def test_tail_weight_closed_form_and_bound():
+    m = alibi.slopes(8)
+    got = alibi.tail_weight(8, 2048, 1024)
+    # (e^{-mD} - e^{-mn}) / (1 - e^{-mn}), and for n = 2D this is e^{-mD} / (1 + e^{-mD})
+    np.testing.assert_allclose(got, np.exp(-1024 * m) / (1 + np.exp(-1024 * m)), rtol=1e-12)
+    assert np.all(got <= np.exp(-1024 * m)) and got[-1] < math.exp(-4)
+    assert got[-1] == pytest.approx(math.exp(-4) / (1 + math.exp(-4)), rel=1e-12)
+    np.testing.assert_array_equal(alibi.tail_weight(8, 5, 0), np.ones(8))
+
+
+@pytest.mark.parametrize("n_heads, n_keys, share", [(8, 4096, 0.9), (8, 24, 0.9), (12, 1000, 0.5), (20, 300, 0.99)])
+def test_effective_span_matches_the_closed_form(n_heads, n_keys, share):
+    m = alibi.slopes(n_heads)
+    closed = np.ceil(-np.log1p(-share * -np.expm1(-m * n_keys)) / m) - 1
+    got = alibi.effective_span(n_heads, n_keys, share)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.minimum(closed, n_keys - 1).astype(np.int64))
+
+
+def test_effective_span_by_brute_force():
+    cumulative = np.cumsum(_brute_force_last_row(8, 4096), axis=-1)
+    got = alibi.effective_span(8, 4096)
+    for h, span in enumerate(got):
+        assert cumulative[h, span] >= 0.9 and (span == 0 or cumulative[h, span - 1] < 0.9)
+    # a long row: ceil(ln 10 / m) - 1, doubling (almost) from head to head
+    np.testing.assert_array_equal(got, [4, 9, 18, 36, 73, 147, 294, 589])
+
+
+def test_effective_span_is_capped_by_the_row():
+    assert alibi.effective_span(8, 3, 0.9).max() <= 2
+    np.testing.assert_array_equal(alibi.effective_span(4, 1, 0.5), np.zeros(4, dtype=np.int64))
+
+
+def test_bad_span_arguments_are_rejected():
+    with pytest.raises(ValueError, match="share"):
+        alibi.effective_span(8, 10, 1.0)
+    with pytest.raises(ValueError, match="share"):
+        alibi.effective_span(8, 10, 0)
+    with pytest.raises(ValueError, match="share"):
+        alibi.effective_span(8, 10, "0.9")
+    with pytest.raises(ValueError, match="distance"):
+        alibi.tail_weight(8, 10, 10)
+    with pytest.raises(ValueError, match="distance"):
+        alibi.tail_weight(8, 10, -1)
+    with pytest.raises(ValueError, match="distance"):
+        alibi.tail_weight(8, 10, 2.0)
+    with pytest.raises(ValueError, match="n_keys"):
+        alibi.distance_weights(8, 0)
+    with pytest.raises(ValueError, match="n_heads"):
+        alibi.distance_weights(0, 5)
+
+
 # --- torch layer ----------------------------------------------------------------------------
 
 

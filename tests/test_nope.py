@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,3 +112,150 @@ def test_bad_arguments_are_rejected():
         nope.attention_temperature([1], floor_scale=0)
     with pytest.raises(ValueError, match="attn_scale"):
         nope.attention_temperature([1], attn_scale=-0.1)
+
+
+# --- attention fading and the query scale ----------------------------------------------
+
+
+def test_single_key_weight_is_the_softmax_entry():
+    for n, margin, scale in [(1, 0.0, 1.0), (2, 0.0, 1.0), (5, 1.3, 1.0), (40, 2.0, 1.7), (1000, 9.0, 0.5)]:
+        scores = np.zeros(n)
+        scores[n // 2] = margin
+        expected = attention.softmax(scale * scores)[n // 2]
+        assert nope.single_key_weight(n, margin, scale) == pytest.approx(expected, rel=1e-13)
+    assert nope.single_key_weight(10, 0.0) == pytest.approx(0.1)  # no lead: uniform, 1/n
+    n = np.array([8192, 10_000_000])
+    got = nope.single_key_weight(n, math.log(8191))
+    np.testing.assert_allclose(got, 8191 / (8191 + n - 1), rtol=1e-13)
+    grid = nope.single_key_weight(np.array([[10], [100]]), np.array([0.5, 1.0, 2.0]), 2.0)
+    assert grid.shape == (2, 3) and grid.dtype == np.float64
+    assert np.all(np.diff(nope.single_key_weight(np.arange(1, 50), 1.0)) < 0)  # fades with length
+
+
+def test_single_key_weight_rejects_bad_input():
+    with pytest.raises(ValueError, match="n_keys"):
+        nope.single_key_weight(0, 1.0)
+    with pytest.raises(ValueError, match="n_keys"):
+        nope.single_key_weight(2.5, 1.0)
+    with pytest.raises(ValueError, match="margin"):
+        nope.single_key_weight(3, float("nan"))
+    with pytest.raises(ValueError, match="scale"):
+        nope.single_key_weight(3, 1.0, scale=0.0)
+    with pytest.raises(ValueError, match="broadcast"):
+        nope.single_key_weight(np.array([2, 3]), np.array([1.0, 2.0, 3.0]))
+
+
+# --- a position-free layer and a probe ---------------------------------------------------
+
+
+def _reference_layer(seed, n_sequences, n_tokens, causal, d, vocab, std, bos):
+    """The same layer, written as loops over queries and keys."""
+    rng = np.random.default_rng(seed)
+    embedding = rng.normal(size=(vocab + 1, d))
+    w_q, w_k, w_v = rng.normal(scale=std, size=(3, d, d))
+    tokens = rng.integers(0, vocab, size=(n_sequences, n_tokens))
+    if bos:
+        tokens[:, 0] = vocab
+    out = np.zeros((n_sequences, n_tokens, d))
+    for b in range(n_sequences):
+        x = embedding[tokens[b]]
+        for i in range(n_tokens):
+            keys = range(i + 1) if causal else range(n_tokens)
+            scores = np.array([(x[i] @ w_q) @ (x[j] @ w_k) / math.sqrt(d) for j in keys])
+            weights = np.exp(scores - scores.max())
+            weights /= weights.sum()
+            out[b, i] = sum(w * (x[j] @ w_v) for w, j in zip(weights, keys))
+    return out, tokens
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_nope_layer_outputs_match_a_loop(causal):
+    got, tokens = nope.nope_layer_outputs(3, 5, causal, d_model=4, vocab_size=3, weight_std=0.7, seed=11)
+    expected, expected_tokens = _reference_layer(11, 3, 5, causal, 4, 3, 0.7, True)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(tokens, expected_tokens)
+    assert np.all(tokens[:, 0] == 3) and np.all(tokens[:, 1:] < 3)
+    first, _ = nope.nope_layer_outputs(2, 5, causal, d_model=4, vocab_size=3, weight_std=0.7, seed=11)
+    np.testing.assert_array_equal(first, got[:2])  # the layer does not depend on n_sequences
+
+
+def test_causal_slot_zero_is_its_own_value_and_unmasked_rows_are_exchangeable():
+    out, tokens = nope.nope_layer_outputs(4, 6, True, d_model=5, vocab_size=4, seed=2, bos=False)
+    out_again, _ = nope.nope_layer_outputs(4, 6, True, d_model=5, vocab_size=4, seed=2, bos=False)
+    np.testing.assert_array_equal(out, out_again)
+    # unmasked: reversing a sequence's tokens reverses its output rows (chapter 0's theorem)
+    rng = np.random.default_rng(2)
+    embedding = rng.normal(size=(5, 5))
+    w_q, w_k, w_v = rng.normal(scale=0.02, size=(3, 5, 5))
+    x = embedding[tokens[0]]
+    forward, _ = attention.self_attention(x, w_q, w_k, w_v)
+    backward, _ = attention.self_attention(x[::-1], w_q, w_k, w_v)
+    np.testing.assert_allclose(backward, forward[::-1], atol=1e-15)
+    # causal: slot 0 sees only itself, so its output is its own value vector
+    np.testing.assert_allclose(out[:, 0], embedding[tokens[:, 0]] @ w_v, rtol=1e-12)
+
+
+def test_probe_reads_position_through_the_mask_and_not_without_it():
+    causal = nope.position_probe(causal=True)
+    bidirectional = nope.position_probe(causal=False)
+    assert causal.predicted.shape == bidirectional.predicted.shape == (128, 16)
+    assert causal.baseline_mae == pytest.approx(4.0) == bidirectional.baseline_mae  # n/4 for n = 16
+    assert causal.mae < 0.5 and causal.accuracy > 0.7
+    assert bidirectional.mae > 0.95 * bidirectional.baseline_mae and bidirectional.accuracy < 0.15
+    assert bidirectional.mae >= nope.unmasked_probe_floor(16)
+    assert np.ptp(bidirectional.predicted.mean(axis=0)) < 0.5  # the same guess for every slot
+    assert causal.mae < 0.15 * bidirectional.mae
+
+
+def test_probe_is_deterministic_and_leaves_torch_rng_alone():
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    a = nope.position_probe(n_tokens=6, steps=50, n_train=32, n_test=8)
+    assert torch.equal(torch.get_rng_state(), state)
+    b = nope.position_probe(n_tokens=6, steps=50, n_train=32, n_test=8)
+    assert a.mae == b.mae and a.accuracy == b.accuracy
+    np.testing.assert_array_equal(a.predicted, b.predicted)
+    c = nope.position_probe(n_tokens=6, steps=50, n_train=32, n_test=8, seed=1)
+    assert not np.array_equal(a.predicted, c.predicted)
+
+
+def test_probe_and_layer_reject_bad_input():
+    with pytest.raises(ValueError, match="causal"):
+        nope.position_probe(causal=1)
+    with pytest.raises(ValueError, match="n_tokens"):
+        nope.position_probe(n_tokens=1)
+    with pytest.raises(ValueError, match="weight_std"):
+        nope.position_probe(weight_std=0.0)
+    with pytest.raises(ValueError, match="steps"):
+        nope.position_probe(steps=0)
+    with pytest.raises(ValueError, match="lr"):
+        nope.position_probe(lr=-1.0)
+    with pytest.raises(ValueError, match="seed"):
+        nope.position_probe(seed=-1)
+    with pytest.raises(ValueError, match="bos"):
+        nope.nope_layer_outputs(2, 3, True, bos="yes")
+    with pytest.raises(ValueError, match="vocab_size"):
+        nope.nope_layer_outputs(2, 3, True, vocab_size=0)
+    with pytest.raises(ValueError, match="n_sequences"):
+        nope.nope_layer_outputs(0, 3, True)
+
+
+def test_probe_restores_the_thread_count():
+    before = torch.get_num_threads()
+    nope.position_probe(n_tokens=4, steps=5, n_train=4, n_test=2)
+    assert torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("bos", [True, False])
+def test_unmasked_probe_floor_is_the_best_constant_guess(bos):
+    for n in range(1, 40):
+        slots = np.arange(1 if bos else 0, n)
+        guesses = np.linspace(0, n, 40 * n + 1)
+        brute = min(np.sum(np.abs(c - slots)) for c in guesses) / n if slots.size else 0.0
+        assert nope.unmasked_probe_floor(n, bos=bos) == pytest.approx(brute, abs=1e-12)
+    assert nope.unmasked_probe_floor(16, bos=False) == 4.0
+    assert nope.unmasked_probe_floor(16) == 3.5
+    with pytest.raises(ValueError, match="n_tokens"):
+        nope.unmasked_probe_floor(0)
+    with pytest.raises(ValueError, match="bos"):
+        nope.unmasked_probe_floor(4, bos=None)

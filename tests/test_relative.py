@@ -356,3 +356,89 @@ def test_t5_rejects_bad_input():
         relative.T5RelativeBias(0)
     with pytest.raises(ValueError, match="table"):
         relative.t5_bias(np.zeros(32), 2)
+
+
+# --- cost of the three methods -------------------------------------------------------------
+
+
+def _position_parameters_from_modules(method, n_layers, n_heads, d_head, clip, num_buckets, tied_uv):
+    """Count the position parameters of the companion torch layers, one per layer (and head)."""
+    d_model = n_heads * d_head
+    if method == "shaw":
+        layers = [relative.ShawRelativeAttention(d_head, clip) for _ in range(n_layers)]
+        return sum(p.numel() for layer in layers for p in layer.parameters())
+    if method == "transformer_xl":
+        total = 0
+        for layer in range(n_layers):
+            for _ in range(n_heads):
+                head = relative.TransformerXLScores(d_model, d_head)
+                total += head.w_kr.numel()
+                if not tied_uv or layer == 0:
+                    total += head.u.numel() + head.v.numel()
+        return total
+    shared = relative.T5RelativeBias(n_heads, num_buckets=num_buckets)
+    stack = torch.nn.ModuleList([shared] * n_layers)  # every layer uses the same table
+    return sum(p.numel() for p in stack.parameters())
+
+
+def _position_multiply_adds_by_counting(method, n_heads, d_head, n_q, n_k):
+    """Walk over heads, pairs and vector components and count one per multiply-add."""
+    count = 0
+    d_model = n_heads * d_head
+    if method == "transformer_xl":
+        for _distance in range(n_k):  # W_{k,R} R_t for every distance, all heads at once
+            count += sum(1 for _row in range(d_model) for _col in range(d_model))
+    for _h in range(n_heads):
+        if method == "transformer_xl":
+            count += 2 * sum(1 for _key in range(n_k) for _c in range(d_head))  # (c) per key, (d) per distance
+        for _i in range(n_q):
+            for _j in range(n_k):
+                if method == "shaw":
+                    count += sum(1 for _c in range(d_head))  # q_i . a^K_ij
+                    count += sum(1 for _c in range(d_head))  # alpha_ij a^V_ij
+                elif method == "transformer_xl":
+                    count += sum(1 for _c in range(d_head))  # term (b)
+                else:
+                    count += 1  # add the bias
+    return count
+
+
+@pytest.mark.parametrize("method", ["shaw", "transformer_xl", "t5"])
+@pytest.mark.parametrize("n_layers, n_heads, d_head, n_q, n_k, clip, tied_uv", [
+    (1, 1, 2, 1, 1, 0, False), (3, 2, 4, 5, 7, 2, False), (4, 3, 2, 4, 4, 3, True),
+])
+def test_position_cost_matches_modules_and_literal_counts(method, n_layers, n_heads, d_head, n_q, n_k, clip, tied_uv):
+    got = relative.position_cost(method, n_layers, n_heads, d_head, n_q, n_k, clip=clip, num_buckets=8,
+                                 tied_uv=tied_uv)
+    assert isinstance(got, relative.PositionCost) and all(isinstance(x, int) for x in got)
+    assert got.parameters == _position_parameters_from_modules(method, n_layers, n_heads, d_head, clip, 8, tied_uv)
+    assert got.multiply_adds == _position_multiply_adds_by_counting(method, n_heads, d_head, n_q, n_k)
+    assert got.content_multiply_adds == 2 * n_q * n_k * n_heads * d_head
+
+
+def test_position_cost_base_configuration():
+    # 12 layers, 12 heads of 64, 512 tokens: the numbers chapter 2 quotes.
+    shaw, xl, t5 = (relative.position_cost(m, 12, 12, 64, 512) for m in ("shaw", "transformer_xl", "t5"))
+    assert shaw.parameters == 12 * 2 * 33 * 64 == 50688
+    assert xl.parameters == 12 * 768 * 768 + 12 * 2 * 768 == 7096320
+    assert t5.parameters == 32 * 12 == 384
+    assert shaw.multiply_adds == shaw.content_multiply_adds == 402653184
+    assert t5.multiply_adds == 12 * 512 * 512
+    tied = relative.position_cost("transformer_xl", 12, 12, 64, 512, tied_uv=True)
+    assert xl.parameters - tied.parameters == 11 * 2 * 768
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"method": "rope"}, "method"),
+    ({"n_layers": 0}, "n_layers"),
+    ({"n_heads": 1.5}, "n_heads"),
+    ({"d_head": True}, "d_head"),
+    ({"n_queries": 4, "n_keys": 3}, "n_keys must be >= n_queries"),
+    ({"clip": -1}, "clip"),
+    ({"num_buckets": 1}, "num_buckets"),
+    ({"tied_uv": "yes"}, "tied_uv"),
+])
+def test_position_cost_rejects_bad_input(kwargs, name):
+    args = {"method": "shaw", "n_layers": 2, "n_heads": 2, "d_head": 4, "n_queries": 3} | kwargs
+    with pytest.raises(ValueError, match=name):
+        relative.position_cost(**args)

@@ -395,6 +395,86 @@ def test_torch_layer_on_cuda_matches_cpu():
 
 
 # ---------------------------------------------------------------------------
+# SymPy rotation matrices and RoPE self-attention
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_symbolic_rotation_matrix_matches_the_numeric_one(layout):
+    import sympy as sp
+
+    m = sp.Symbol("m")
+    t = sp.symbols("t0:3")
+    R = rope.symbolic_rotation_matrix(m, t, layout)
+    assert R.shape == (6, 6)
+    theta = np.array([1.0, 0.3, 0.01])
+    values = {m: 7, **dict(zip(t, theta))}
+    numeric = np.array(R.subs(values).evalf(), dtype=float)
+    np.testing.assert_allclose(numeric, rope.rotation_matrices(7, theta, layout), atol=1e-14)
+
+
+def test_symbolic_plane_rotation_by_hand():
+    import sympy as sp
+
+    a = sp.Symbol("a")
+    R = rope.symbolic_rotation_matrix(a, [1])
+    assert R == sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])
+
+
+def test_symbolic_relative_identity_for_two_pairs():
+    import sympy as sp
+
+    from companion import symbolic
+
+    m, n = sp.symbols("m n", real=True)
+    t = sp.symbols("t0:2", real=True)
+    lhs = rope.symbolic_rotation_matrix(m, t).T * rope.symbolic_rotation_matrix(n, t)
+    assert symbolic.is_zero_matrix(lhs - rope.symbolic_rotation_matrix(n - m, t))
+
+
+def reference_rope_attention(x, w_q, w_k, w_v, positions, theta, layout, mask=None):
+    """Explicit matrices R_m and a hand-written softmax: independent of rope.rotate and companion.attention."""
+    R = rope.rotation_matrices(positions, theta, layout)
+    q = np.einsum("nij,nj->ni", R, x @ w_q)
+    k = np.einsum("nij,nj->ni", R, x @ w_k)
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    a = e / e.sum(axis=-1, keepdims=True)
+    return a @ (x @ w_v), a
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_self_attention_matches_explicit_reference(layout):
+    n, d_model, d, d_v = 7, 10, 8, 5
+    theta = rope.inv_freq(d)
+    x, w_q, w_k, w_v = random(n, d_model), random(d_model, d), random(d_model, d), random(d_model, d_v)
+    positions = RNG.integers(0, 5000, size=n)
+    mask = np.tril(np.ones((n, n), dtype=bool))
+    out, weights = rope.self_attention(x, w_q, w_k, w_v, positions, theta, layout, mask=mask)
+    ref_out, ref_weights = reference_rope_attention(x, w_q, w_k, w_v, positions, theta, layout, mask)
+    assert out.shape == (n, d_v) and weights.shape == (n, n)
+    np.testing.assert_allclose(out, ref_out, atol=1e-12)
+    np.testing.assert_allclose(weights, ref_weights, atol=1e-12)
+
+
+def test_self_attention_is_shift_invariant_and_leaves_values_alone():
+    n, d_model, d = 9, 12, 16
+    theta = rope.inv_freq(d)
+    x, w_q, w_k, w_v = random(n, d_model), random(d_model, d), random(d_model, d), random(d_model, d)
+    base = np.arange(n)
+    out0, w0 = rope.self_attention(x, w_q, w_k, w_v, base, theta)
+    out1, w1 = rope.self_attention(x, w_q, w_k, w_v, base + 123_457, theta)
+    np.testing.assert_allclose(out1, out0, atol=1e-10)
+    np.testing.assert_allclose(w1, w0, atol=1e-10)
+    # the output is the weights times the unrotated values
+    np.testing.assert_allclose(out0, w0 @ (x @ w_v), atol=1e-12)
+    # batch dimensions broadcast
+    out_b, _ = rope.self_attention(np.stack([x, x]), w_q, w_k, w_v, base, theta)
+    np.testing.assert_allclose(out_b[1], out0, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------
 
@@ -418,6 +498,21 @@ def test_torch_layer_on_cuda_matches_cpu():
     (lambda: rope.to_complex(np.ones(5)), "x"),
     (lambda: rope.decay_bound(np.ones(3), [1.0], rope.inv_freq(4)), "h"),
     (lambda: rope.pair_readings([1.0, 2.0], [0, 1]), "phi"),
+    (lambda: rope.symbolic_rotation_matrix(1, [], "adjacent"), "thetas"),
+    (lambda: rope.symbolic_rotation_matrix(1, 0.5), "thetas"),
+    (lambda: rope.symbolic_rotation_matrix(1, [1], layout="neox"), "layout"),
+    (lambda: rope.self_attention(np.ones((3, 4)), np.ones((5, 4)), np.ones((4, 4)), np.ones((4, 2)),
+                                 np.arange(3), rope.inv_freq(4)), "w_q"),
+    (lambda: rope.self_attention(np.ones((3, 4)), np.ones((4, 4)), np.ones((4, 6)), np.ones((4, 2)),
+                                 np.arange(3), rope.inv_freq(4)), "w_k"),
+    (lambda: rope.self_attention(np.ones((3, 4)), np.ones((4, 4)), np.ones((4, 4)), np.ones(4),
+                                 np.arange(3), rope.inv_freq(4)), "w_v"),
+    (lambda: rope.self_attention(np.ones((3, 4)), np.ones((4, 4)), np.ones((4, 4)), np.ones((4, 2)),
+                                 np.arange(5), rope.inv_freq(4)), "positions"),
+    (lambda: rope.self_attention(np.ones(4), np.ones((4, 4)), np.ones((4, 4)), np.ones((4, 2)),
+                                 np.arange(1), rope.inv_freq(4)), "x"),
+    (lambda: rope.self_attention(np.ones((3, 4)), np.ones((4, 4)), np.ones((4, 4)), np.ones((4, 2)),
+                                 np.arange(3), rope.inv_freq(4), layout="halves"), "layout"),
     (lambda: rope.RotaryEmbedding(9), "d"),
     (lambda: rope.RotaryEmbedding(8, inv_freq=np.ones(3)), "inv_freq"),
     (lambda: rope.RotaryEmbedding(8, layout="half"), "layout"),

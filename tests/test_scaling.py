@@ -311,6 +311,101 @@ def test_every_method_plugs_into_the_torch_layer(method):
 
 
 # ---------------------------------------------------------------------------
+# The score as a function of distance (Chen et al. 2023)
+# ---------------------------------------------------------------------------
+
+def test_score_curve_equals_the_rope_score_at_integer_distances():
+    rng = np.random.default_rng(11)
+    d = 16
+    theta = rope.inv_freq(d, BASE)
+    q, k = rng.normal(size=d), rng.normal(size=d)
+    h = rope.to_complex(q) * np.conj(rope.to_complex(k))
+    m, n = np.array([0, 5, 40, 300]), np.array([3, 0, 40, 7])
+    expected = rope.score(q, k, m, n, theta)
+    np.testing.assert_allclose(scaling.score_curve(h, m - n, theta), expected, atol=1e-12)
+
+
+def test_score_curve_between_integers_is_position_interpolation():
+    # PI evaluates the original curve at s / factor: same as the curve of theta / factor at s
+    rng = np.random.default_rng(12)
+    theta = rope.inv_freq(32, BASE)
+    h = rng.normal(size=16) + 1j * rng.normal(size=16)
+    s = np.arange(0, 50) * 1.0
+    np.testing.assert_allclose(scaling.score_curve(h, s / 4.0, theta), scaling.score_curve(h, s, theta / 4.0), atol=1e-12)
+
+
+def test_fit_recovers_the_contents_of_a_well_conditioned_curve():
+    theta = rope.inv_freq(8, 10.0)  # 4 pairs, all turning within the sampled range
+    h_true = np.array([1.0 - 0.5j, 0.3 + 0.2j, -0.7j, 0.25])
+    s = np.arange(200.0)
+    h = scaling.fit_score_curve(s, scaling.score_curve(h_true, s, theta), theta)
+    np.testing.assert_allclose(h, h_true, atol=1e-10)
+
+
+def test_ridge_fit_minimises_the_penalised_objective():
+    rng = np.random.default_rng(13)
+    theta = rope.inv_freq(16, BASE)
+    s = np.arange(300.0)
+    y = rng.normal(size=s.size)
+
+    def objective(h, ridge):
+        return np.sum((scaling.score_curve(h, s, theta) - y) ** 2) + ridge * np.sum(np.abs(h) ** 2)
+
+    h = scaling.fit_score_curve(s, y, theta, ridge=0.5)
+    best = objective(h, 0.5)
+    for _ in range(20):
+        step = 1e-3 * (rng.normal(size=8) + 1j * rng.normal(size=8))
+        assert objective(h + step, 0.5) >= best
+    plain = scaling.fit_score_curve(s, y, theta)
+    assert np.linalg.norm(h) < np.linalg.norm(plain)
+
+
+def test_unregularised_fit_of_noise_extrapolates_wildly_and_ridge_does_not():
+    # Chen et al. (2023), Figure 2: LLaMA 7B head (d = 128), L = 2048, random targets
+    theta = rope.inv_freq(128, BASE)
+    s = np.arange(2048.0)
+    y = np.random.default_rng(0).normal(size=s.size)
+    far = np.arange(2048.0, 4096.0)
+    wild = scaling.fit_score_curve(s, y, theta, rcond=1e-8)
+    tame = scaling.fit_score_curve(s, y, theta, ridge=1.0)
+    inside = np.abs(scaling.score_curve(wild, s, theta)).max()
+    assert inside < 1.0
+    assert np.abs(scaling.score_curve(wild, far, theta)).max() > 1000 * inside
+    assert np.abs(scaling.score_curve(tame, far, theta)).max() < 3 * np.abs(scaling.score_curve(tame, s, theta)).max()
+
+
+def test_interpolation_error_bound_holds_and_is_sharp_for_one_slow_pair():
+    rng = np.random.default_rng(14)
+    theta = rope.inv_freq(64, BASE)
+    h = rng.normal(size=32) + 1j * rng.normal(size=32)
+    grid = np.arange(100.0)
+    fine = np.linspace(0, 99, 99 * 16 + 1)
+    a_fine = scaling.score_curve(h, fine, theta)
+    a_lin = np.interp(fine, grid, scaling.score_curve(h, grid, theta))
+    assert np.max(np.abs(a_fine - a_lin)) <= scaling.interpolation_error_bound(h, theta)
+    # one pair, cos(s theta): the midpoint error is cos(theta/2)(1 - cos(theta/2)) ~ theta^2 / 8
+    one = np.array([1e-2])
+    midpoint = scaling.score_curve(np.array([1.0]), [0.5], one)[0] - 0.5 * (1 + np.cos(1e-2))
+    assert midpoint / scaling.interpolation_error_bound(np.array([1.0]), one) == pytest.approx(1.0, rel=1e-3)
+    assert scaling.interpolation_error_bound(h, theta, spacing=0.5) == pytest.approx(
+        scaling.interpolation_error_bound(h, theta) / 4)
+
+
+def test_pi_bound_ratio_against_a_direct_sum():
+    theta = rope.inv_freq(D, BASE)
+    s = np.array([0.0, 1.0, 37.0, 1000.0, 3643.0])
+    B = np.array([sum(abs(np.sum(np.exp(1j * x * theta[:k]))) for k in range(1, 65)) for x in s])
+    assert B[0] / D == pytest.approx(16.25)  # (d/2)(d/2 + 1)/2 / d = (d + 2)/8
+    np.testing.assert_allclose(scaling.pi_bound_ratio(s, constant="exact"), 2 * B / (np.sum(theta**2) / 8), rtol=1e-12)
+    np.testing.assert_allclose(scaling.pi_bound_ratio(s, constant="paper"), 64 * math.log(BASE) * B / D, rtol=1e-12)
+    everywhere = np.arange(4096.0)
+    assert scaling.pi_bound_ratio(everywhere, constant="paper").min() > 2 * 32 * math.log(BASE) > 589
+    ratio = scaling.pi_bound_ratio(everywhere, constant="paper") / scaling.pi_bound_ratio(everywhere)
+    np.testing.assert_allclose(ratio, np.sum(theta**2) / (D / (4 * math.log(BASE))), rtol=1e-12)
+    assert 1.15 < ratio[0] < 1.152
+
+
+# ---------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------
 
@@ -337,6 +432,19 @@ def test_every_method_plugs_into_the_torch_layer(method):
     (lambda: scaling.extension("ntk_by_parts"), "method"),
     (lambda: scaling.angle_ratio(np.ones(3), np.ones(4), 2.0), "scaled_inv_freq"),
     (lambda: scaling.training_turns(np.array([1.0, -1.0]), 4096), "inv_freq"),
+    (lambda: scaling.score_curve(np.ones(3), [0.0], THETA), "h"),
+    (lambda: scaling.score_curve(np.full(64, np.nan), [0.0], THETA), "h"),
+    (lambda: scaling.score_curve(np.ones(64), [np.inf], THETA), "distances"),
+    (lambda: scaling.fit_score_curve(np.arange(5.0), np.ones(4), THETA), "targets"),
+    (lambda: scaling.fit_score_curve(np.ones((2, 2)), np.ones((2, 2)), THETA), "distances"),
+    (lambda: scaling.fit_score_curve(np.arange(5.0), np.ones(5), THETA, ridge=-1.0), "ridge"),
+    (lambda: scaling.fit_score_curve(np.arange(5.0), np.ones(5), THETA, rcond=0.0), "rcond"),
+    (lambda: scaling.fit_score_curve(np.arange(5.0), np.ones(5), THETA, rcond=1e-8, ridge=1.0), "rcond"),
+    (lambda: scaling.interpolation_error_bound(np.ones(64), THETA, spacing=0.0), "spacing"),
+    (lambda: scaling.interpolation_error_bound(np.ones(64), -THETA), "inv_freq"),
+    (lambda: scaling.pi_bound_ratio([1.0], d=127), "d"),
+    (lambda: scaling.pi_bound_ratio([1.0], base=0.5), "base"),
+    (lambda: scaling.pi_bound_ratio([1.0], constant="tight"), "constant"),
 ])
 def test_bad_input_raises_value_error_naming_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
