@@ -11,9 +11,18 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.scaling` -- context extension for RoPE (chapter 6)
 - :mod:`companion.symbolic` -- SymPy building blocks for the proofs
 - :mod:`companion.figures` -- the interactive figures
+
+The lab (chapter 9) adds :mod:`companion.models` (a tiny decoder whose position scheme
+is one argument), :mod:`companion.data` (a byte-level corpus of Python's own source and
+synthetic retrieval tasks), :mod:`companion.train`, :mod:`companion.evals` (works with
+any callable from tokens to logits) and :mod:`companion.lab` (the three experiments;
+``python -m companion.lab --config full --out lessons/lab_results``).
 """
-from . import absolute, alibi, attention, nope, relative, rope, scaling, symbolic
+from . import absolute, alibi, attention, data, evals, models, nope, relative, rope, scaling, symbolic, train
 
 __version__ = "0.1.0"
 
-__all__ = ["attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic"]
+__all__ = [
+    "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic",
+    "models", "data", "train", "evals",
+]

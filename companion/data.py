@@ -1,0 +1,460 @@
+r"""Data for the lab: a real text corpus that exists offline, and synthetic retrieval tasks.
+
+**Text.** The corpus is a fixed selection of Python's own standard-library source
+files (:data:`CORPUS_FILES`), found through ``sysconfig.get_paths()["stdlib"]``, so
+it is on every machine that runs the book and nothing is downloaded. Tokens are the
+bytes of the files (0..255). The files of :data:`VALIDATION_FILES` are held out whole
+for validation; the others are the training text. Python versions edit these files
+a little from release to release, so the corpus differs slightly between versions:
+:func:`load_corpus` records the Python version, the files that were missing (if any)
+and the SHA-256 of the corpus bytes, and the lab writes them next to its results.
+
+**Tasks.** RULER-style tasks (Hsieh et al. 2024, "RULER: What's the Real Context
+Size of Your Long-Context Language Models?") in byte tokens, readable when decoded:
+
+* :func:`retrieval`: a needle ``@KQ=37`` hidden at a chosen relative depth in a
+  haystack of random lowercase letters and spaces, and a query ``?KQ=`` at the end;
+  the answer ``37`` follows the query. With ``n_needles > 1`` the other needles have
+  other keys (:func:`multi_key_retrieval`, RULER's multi-key needle-in-a-haystack).
+  Varying the depth is the "lost in the middle" probe of Liu et al. (2024).
+* :func:`variable_tracking`: chains of assignments ``@KQ=37 ... @PL=KQ ... @XY=PL``
+  and the query ``?XY=``; the answer is the value at the root of the chain (RULER's
+  variable tracking).
+* :func:`copying`: random letters, a bar, and the same letters again.
+
+Every generator is deterministic under its ``seed`` and returns a :class:`Task`:
+the tokens ``(batch, n)`` and, for each example, the positions of the answer tokens
+and the answer tokens themselves. A model reads ``tokens[:, :-1]`` and its logits at
+position ``p - 1`` predict the token at answer position ``p``.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import platform
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import _checks
+
+__all__ = [
+    "CORPUS_FILES",
+    "VALIDATION_FILES",
+    "Corpus",
+    "stdlib_dir",
+    "load_corpus",
+    "sha256",
+    "text_batch",
+    "text_windows",
+    "FILLER",
+    "KEY_ALPHABET",
+    "VALUE_ALPHABET",
+    "Task",
+    "retrieval",
+    "multi_key_retrieval",
+    "variable_tracking",
+    "copying",
+    "task_batch",
+    "encode",
+    "decode",
+]
+
+#: The standard-library files of the corpus, relative to the stdlib folder, in order.
+CORPUS_FILES = (
+    "abc.py", "argparse.py", "ast.py", "base64.py", "bisect.py", "calendar.py", "cmd.py",
+    "code.py", "codecs.py", "collections/__init__.py", "colorsys.py", "configparser.py",
+    "contextlib.py", "copy.py", "csv.py", "dataclasses.py", "difflib.py", "dis.py", "enum.py",
+    "fnmatch.py", "functools.py", "getopt.py", "gettext.py", "glob.py", "hmac.py",
+    "inspect.py", "json/__init__.py", "json/decoder.py", "json/encoder.py", "keyword.py",
+    "linecache.py", "locale.py", "logging/__init__.py", "numbers.py", "operator.py",
+    "optparse.py", "os.py", "random.py", "shutil.py", "string.py", "tarfile.py",
+    "threading.py", "tokenize.py", "traceback.py", "types.py", "typing.py", "uuid.py",
+    "warnings.py", "weakref.py",
+    # held out for validation (VALIDATION_FILES)
+    "fractions.py", "heapq.py", "pprint.py", "queue.py", "shlex.py", "statistics.py", "textwrap.py",
+)
+#: The files held out whole for validation (about 170 kB with Python 3.11).
+VALIDATION_FILES = ("fractions.py", "heapq.py", "pprint.py", "queue.py", "shlex.py", "statistics.py", "textwrap.py")
+
+#: Haystack alphabet of the tasks: lowercase letters and the space.
+FILLER = b"abcdefghijklmnopqrstuvwxyz "
+#: Alphabet of keys (and variable names): uppercase letters.
+KEY_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+#: Alphabet of values: digits.
+VALUE_ALPHABET = b"0123456789"
+_NEEDLE, _QUERY, _EQUALS, _BAR, _START = (ord(c) for c in "@?=|^")
+
+
+# ---------------------------------------------------------------------------
+# Text corpus
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Corpus:
+    """The byte corpus: ``train`` and ``validation`` are 1-D uint8 tensors.
+
+    ``sha256`` is the hash of all corpus bytes (train files then validation files,
+    each file followed by a newline); ``files`` lists the files read, ``missing``
+    those absent from this Python's standard library.
+    """
+
+    train: torch.Tensor
+    validation: torch.Tensor
+    sha256: str
+    python_version: str
+    files: tuple
+    missing: tuple
+
+    def info(self) -> dict:
+        """JSON-serialisable description: hash, Python version, sizes, files, missing files."""
+        return {
+            "sha256": self.sha256, "python_version": self.python_version,
+            "train_bytes": int(self.train.numel()), "validation_bytes": int(self.validation.numel()),
+            "files": list(self.files), "missing": list(self.missing),
+            "validation_files": [f for f in self.files if f in VALIDATION_FILES],
+        }
+
+
+def stdlib_dir() -> Path:
+    """The folder of Python's standard library, ``sysconfig.get_paths()["stdlib"]``."""
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def load_corpus(files=CORPUS_FILES, root=None) -> Corpus:
+    """Read ``files`` (paths relative to ``root``, the stdlib folder by default) into a :class:`Corpus`.
+
+    Files named in :data:`VALIDATION_FILES` go to ``validation``, the rest to
+    ``train``. Missing files are skipped and listed; ``ValueError`` if either part
+    ends up empty.
+    """
+    root = stdlib_dir() if root is None else Path(root)
+    if isinstance(files, str) or not all(isinstance(f, str) for f in files):
+        raise ValueError("files must be a sequence of file names (strings) relative to the stdlib folder")
+    found, missing, parts = [], [], {"train": [], "validation": []}
+    for name in files:
+        path = root / name
+        if not path.is_file():
+            missing.append(name)
+            continue
+        found.append(name)
+        parts["validation" if name in VALIDATION_FILES else "train"].append(path.read_bytes() + b"\n")
+    train, validation = b"".join(parts["train"]), b"".join(parts["validation"])
+    if not train or not validation:
+        raise ValueError(f"files must include training and validation files present under {root}; missing: {missing}")
+    return Corpus(
+        train=_bytes_tensor(train), validation=_bytes_tensor(validation), sha256=sha256(train + validation),
+        python_version=platform.python_version(), files=tuple(found), missing=tuple(missing),
+    )
+
+
+def sha256(data) -> str:
+    """Hex SHA-256 of ``bytes`` or of a uint8 tensor's bytes."""
+    if isinstance(data, torch.Tensor):
+        data = data.to(torch.uint8).cpu().numpy().tobytes()
+    if not isinstance(data, bytes | bytearray):
+        raise ValueError(f"data must be bytes or a uint8 tensor, got {type(data).__name__}")
+    return hashlib.sha256(data).hexdigest()
+
+
+def text_batch(data: torch.Tensor, batch_size: int, length: int, generator: torch.Generator):
+    r"""Random windows of the byte stream ``data`` for next-token training.
+
+    Draws ``batch_size`` start offsets uniformly with ``generator`` and returns
+    ``(x, y)``, both ``(batch_size, length)`` int64: ``x`` the window and ``y`` the
+    window moved on by one byte, so the target of ``x[:, t]`` is ``y[:, t]``.
+    """
+    data = _stream("data", data)
+    batch_size = _checks.positive_int("batch_size", batch_size)
+    length = _checks.positive_int("length", length)
+    if data.numel() < length + 2:
+        raise ValueError(f"length must be below the size of data ({data.numel()} tokens), got {length}")
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    start = torch.randint(0, data.numel() - length - 1, (batch_size,), generator=generator)
+    window = data[start[:, None] + torch.arange(length + 1)].long()
+    return window[:, :-1], window[:, 1:]
+
+
+def text_windows(data: torch.Tensor, length: int, n_windows: int | None = None) -> torch.Tensor:
+    r"""Consecutive non-overlapping windows of ``length + 1`` bytes from the start of ``data``.
+
+    The windows used for perplexity: a model reads ``w[:, :length]`` and is scored on
+    ``w[:, 1:]``. ``n_windows`` (default: as many as fit) is capped at what fits.
+    Returns ``(n_windows, length + 1)`` int64.
+    """
+    data = _stream("data", data)
+    length = _checks.positive_int("length", length)
+    fit = (data.numel() - 1) // length
+    if fit < 1:
+        raise ValueError(f"length must be below the size of data ({data.numel()} tokens), got {length}")
+    n = fit if n_windows is None else min(_checks.positive_int("n_windows", n_windows), fit)
+    start = torch.arange(n) * length
+    return data[start[:, None] + torch.arange(length + 1)].long()
+
+
+# ---------------------------------------------------------------------------
+# Synthetic tasks
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Task:
+    """A batch of a synthetic task.
+
+    ``tokens``: ``(batch, n)`` int64 byte tokens; ``answer_positions`` and
+    ``answers``: ``(batch, a)`` int64, with ``tokens[b, answer_positions[b]] ==
+    answers[b]``; ``depth``: ``(batch,)`` float64 relative depth of the queried
+    needle (``nan`` where it does not apply); ``name``: the generator's name.
+    """
+
+    tokens: torch.Tensor
+    answer_positions: torch.Tensor
+    answers: torch.Tensor
+    depth: torch.Tensor
+    name: str
+
+    def text(self, row: int = 0) -> str:
+        """Example ``row`` decoded to a string (for reading)."""
+        return decode(self.tokens[row])
+
+
+def retrieval(n_examples: int, length: int, depth=None, seed: int = 0, n_needles: int = 1,
+              key_len: int = 2, value_len: int = 2) -> Task:
+    r"""Needle-in-a-haystack key-value retrieval (Hsieh et al. 2024; Liu et al. 2024).
+
+    Each example is ``length`` tokens: a haystack of random :data:`FILLER` bytes
+    holding ``n_needles`` needles ``@<key>=<value>`` with distinct keys, then the
+    query ``?<key>=`` for one of them and its value (the answer, the last
+    ``value_len`` tokens). Keys are ``key_len`` uppercase letters, values
+    ``value_len`` digits.
+
+    ``depth`` in ``[0, 1]`` places the queried needle: its first token is at
+    position :math:`\operatorname{round}(\text{depth}\,(C - m))`, where :math:`C`
+    is the length before the query and :math:`m` the needle's length, so depth 0 is
+    the very start and depth 1 ends right before the query. ``None`` draws a depth
+    uniformly per example. The other needles go at random places that do not
+    overlap it.
+    """
+    n_examples, length, seed = _common(n_examples, length, seed)
+    n_needles = _checks.positive_int("n_needles", n_needles)
+    key_len = _checks.positive_int("key_len", key_len)
+    value_len = _checks.positive_int("value_len", value_len)
+    if n_needles > len(KEY_ALPHABET) ** key_len:
+        raise ValueError(f"n_needles must be at most {len(KEY_ALPHABET) ** key_len} (distinct keys), got {n_needles}")
+    rng = np.random.default_rng(seed)
+    m = 2 + key_len + value_len
+    context = length - (2 + key_len + value_len)
+    # one needle's length of slack per extra needle keeps the distractors placeable around any depth
+    _fits("length", length, (n_needles + (n_needles > 1)) * m + 2 + key_len + value_len)
+    depths = _depths(depth, n_examples, rng)
+    tokens = rng.choice(np.frombuffer(FILLER, np.uint8), size=(n_examples, length)).astype(np.int64)
+    keys = _distinct_words(rng, n_examples, n_needles, key_len, KEY_ALPHABET)
+    values = _words(rng, (n_examples, n_needles), value_len, VALUE_ALPHABET)
+    needles = np.concatenate([_col(_NEEDLE, keys), keys, _col(_EQUALS, keys), values], axis=-1)  # (B, k, m)
+    target = np.rint(depths * (context - m)).astype(np.int64)
+    for b in range(n_examples):
+        starts = _place_around(rng, context, m, n_needles - 1, target[b])
+        _write(tokens[b], np.concatenate([[target[b]], starts]), needles[b])
+    tokens[:, context:] = _query(keys[:, 0], values[:, 0])
+    return _task(tokens, value_len, values[:, 0], depths, "multi_key_retrieval" if n_needles > 1 else "retrieval")
+
+
+def multi_key_retrieval(n_examples: int, length: int, depth=None, seed: int = 0, n_needles: int = 4,
+                        key_len: int = 2, value_len: int = 2) -> Task:
+    """:func:`retrieval` with ``n_needles`` (default 4) needles of distinct keys; one is queried.
+
+    RULER's multi-key needle-in-a-haystack (Hsieh et al. 2024): the model must match
+    the key, not just find a needle.
+    """
+    if isinstance(n_needles, int) and not isinstance(n_needles, bool) and n_needles < 2:
+        raise ValueError(f"n_needles must be an integer >= 2 for multi-key retrieval, got {n_needles}")
+    return retrieval(n_examples, length, depth, seed, n_needles, key_len, value_len)
+
+
+def variable_tracking(n_examples: int, length: int, hops: int = 2, n_chains: int = 1, seed: int = 0,
+                      key_len: int = 2, value_len: int = 2) -> Task:
+    r"""Variable tracking (Hsieh et al. 2024): follow a chain of assignments.
+
+    Each chain is ``@X0=<value>``, then ``@X1=X0``, ..., ``@Xh=X(h-1)`` (``hops``
+    copies), placed in this order at random places in a :data:`FILLER` haystack;
+    ``n_chains`` chains with distinct names are interleaved. The query ``?Xh=`` asks
+    for the last variable of chain 0, and the answer is chain 0's value. ``depth``
+    of the returned :class:`Task` is that of chain 0's first statement. Names are
+    ``key_len`` uppercase letters, values ``value_len`` digits.
+    """
+    n_examples, length, seed = _common(n_examples, length, seed)
+    hops = _checks.positive_int("hops", hops)
+    n_chains = _checks.positive_int("n_chains", n_chains)
+    key_len = _checks.positive_int("key_len", key_len)
+    value_len = _checks.positive_int("value_len", value_len)
+    n_names = n_chains * (hops + 1)
+    if n_names > len(KEY_ALPHABET) ** key_len:
+        raise ValueError(f"n_chains * (hops + 1) must be at most {len(KEY_ALPHABET) ** key_len} names, got {n_names}")
+    rng = np.random.default_rng(seed)
+    width = 2 + key_len + max(key_len, value_len)
+    context = length - (2 + key_len + value_len)
+    _fits("length", length, n_names * width + 2 + key_len + value_len)
+    tokens = rng.choice(np.frombuffer(FILLER, np.uint8), size=(n_examples, length)).astype(np.int64)
+    names = _distinct_words(rng, n_examples, n_names, key_len, KEY_ALPHABET).reshape(n_examples, n_chains, hops + 1, key_len)
+    values = _words(rng, (n_examples, n_chains), value_len, VALUE_ALPHABET)
+    depths = np.empty(n_examples)
+    for b in range(n_examples):
+        order = rng.permutation(np.repeat(np.arange(n_chains), hops + 1))  # chain of each slot
+        step = np.zeros(order.size, np.int64)
+        step[np.argsort(order, kind="stable")] = np.tile(np.arange(hops + 1), n_chains)
+        starts = _place_sequence(rng, context, width, order.size)
+        for c, t, s in zip(order, step, starts):
+            rhs = values[b, c] if t == 0 else names[b, c, t - 1]
+            tokens[b, s:s + 2 + key_len + rhs.size] = np.concatenate([[_NEEDLE], names[b, c, t], [_EQUALS], rhs])
+        depths[b] = starts[(order == 0) & (step == 0)][0] / max(context - width, 1)
+    tokens[:, context:] = _query(names[:, 0, hops], values[:, 0])
+    return _task(tokens, value_len, values[:, 0], depths, "variable_tracking")
+
+
+def copying(n_examples: int, length: int, seed: int = 0) -> Task:
+    r"""Copying: ``c`` random lowercase letters, a bar ``|``, the same ``c`` letters again.
+
+    ``c = (length - 1) // 2``; when ``length`` is even the example starts with one
+    ``^``. The answers are the second copy (the last ``c`` positions); the first
+    copy sits at a distance of ``c + 1`` from each answer.
+    """
+    n_examples, length, seed = _common(n_examples, length, seed)
+    _fits("length", length, 3)
+    rng = np.random.default_rng(seed)
+    c = (length - 1) // 2
+    content = rng.choice(np.frombuffer(FILLER[:-1], np.uint8), size=(n_examples, c)).astype(np.int64)
+    lead = np.full((n_examples, length - 2 * c - 1), _START, np.int64)
+    tokens = np.concatenate([lead, content, np.full((n_examples, 1), _BAR), content], axis=1)
+    return _task(tokens, c, content, np.full(n_examples, np.nan), "copying")
+
+
+def task_batch(task: Task):
+    r"""Training pair ``(x, y)`` for a task: ``x = tokens[:, :-1]`` and targets only at the answers.
+
+    ``y`` is ``(batch, n - 1)`` int64, ``-100`` (ignored by
+    ``torch.nn.functional.cross_entropy``) everywhere except ``y[b, p - 1] =
+    tokens[b, p]`` for each answer position ``p``: the loss is on the answers alone.
+    """
+    if not isinstance(task, Task):
+        raise ValueError(f"task must be a companion.data.Task, got {type(task).__name__}")
+    x = task.tokens[:, :-1]
+    y = torch.full_like(x, -100)
+    y.scatter_(1, task.answer_positions - 1, task.answers)
+    return x, y
+
+
+def encode(text: str) -> torch.Tensor:
+    """The UTF-8 bytes of ``text`` as an int64 tensor ``(n,)``."""
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a str, got {type(text).__name__}")
+    return torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
+
+
+def decode(tokens) -> str:
+    """Byte tokens (any 1-D integer sequence in 0..255) back to text; invalid UTF-8 becomes U+FFFD."""
+    t = torch.as_tensor(tokens)
+    if t.ndim != 1 or t.is_floating_point() or (t.numel() and (int(t.min()) < 0 or int(t.max()) > 255)):
+        raise ValueError("tokens must be a 1-D sequence of integers in 0..255")
+    return bytes(t.tolist()).decode("utf-8", errors="replace")
+
+
+# ---------------------------------------------------------------------------
+# Private helpers
+# ---------------------------------------------------------------------------
+
+def _bytes_tensor(b: bytes) -> torch.Tensor:
+    return torch.frombuffer(bytearray(b), dtype=torch.uint8)
+
+
+def _stream(name: str, data) -> torch.Tensor:
+    if not isinstance(data, torch.Tensor) or data.ndim != 1 or data.is_floating_point():
+        raise ValueError(f"{name} must be a 1-D integer tensor of tokens")
+    return data
+
+
+def _common(n_examples, length, seed):
+    n_examples = _checks.positive_int("n_examples", n_examples)
+    length = _checks.positive_int("length", length)
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    return n_examples, length, int(seed)
+
+
+def _fits(name: str, value: int, minimum: int) -> None:
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum} to hold every needle and the query, got {value}")
+
+
+def _depths(depth, n: int, rng) -> np.ndarray:
+    """One depth per example: uniform draws for ``None``, else ``depth`` broadcast to ``(n,)``."""
+    if depth is None:
+        return rng.random(n)
+    d = _checks.array("depth", depth)
+    if not (d.ndim == 0 or d.shape == (n,)) or np.any((d < 0) | (d > 1)):
+        raise ValueError(f"depth must be one number in [0, 1] or {n} of them (one per example), got {depth!r}")
+    return np.broadcast_to(d, (n,)).astype(np.float64).copy()
+
+
+def _query(key: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``?<key>=<value>`` for each row: ``(n, key_len)``, ``(n, value_len)`` -> ``(n, 2 + key_len + value_len)``."""
+    return np.concatenate([_col(_QUERY, key), key, _col(_EQUALS, key), value], axis=1)
+
+
+def _words(rng, shape, width: int, alphabet: bytes) -> np.ndarray:
+    return rng.choice(np.frombuffer(alphabet, np.uint8), size=tuple(shape) + (width,)).astype(np.int64)
+
+
+def _distinct_words(rng, n: int, k: int, width: int, alphabet: bytes) -> np.ndarray:
+    """``(n, k, width)``: ``k`` distinct words per row, drawn without replacement."""
+    size = len(alphabet) ** width
+    index = np.argsort(rng.random((n, size)), axis=1)[:, :k] if size <= 4096 else _sample_distinct(rng, n, k, size)
+    digits = (index[..., None] // (len(alphabet) ** np.arange(width - 1, -1, -1))) % len(alphabet)
+    return np.frombuffer(alphabet, np.uint8).astype(np.int64)[digits]
+
+
+def _sample_distinct(rng, n, k, size):
+    return np.stack([rng.choice(size, size=k, replace=False) for _ in range(n)])
+
+
+def _col(value: int, like: np.ndarray) -> np.ndarray:
+    return np.full(like.shape[:-1] + (1,), value, np.int64)
+
+
+def _write(row: np.ndarray, starts: np.ndarray, segments: np.ndarray) -> None:
+    """Write ``segments`` (``(k, m)``) into ``row`` at ``starts`` (``(k,)``), vectorised."""
+    row[starts[:, None] + np.arange(segments.shape[1])] = segments
+
+
+def _place_sequence(rng, context: int, m: int, k: int) -> np.ndarray:
+    """``k`` sorted, non-overlapping starts of length-``m`` segments in ``0..context-1``."""
+    free = context - k * m
+    cuts = np.sort(rng.integers(0, free + 1, size=k))
+    return cuts + m * np.arange(k)
+
+
+def _place_around(rng, context: int, m: int, k: int, fixed: int) -> np.ndarray:
+    """``k`` starts of length-``m`` segments that overlap neither each other nor ``[fixed, fixed + m)``."""
+    if k == 0:
+        return np.zeros(0, np.int64)
+    before_room, after_room = fixed, context - fixed - m
+    lo, hi = max(0, k - after_room // m), min(k, before_room // m)
+    n_before = rng.integers(lo, hi + 1)
+    before = _place_sequence(rng, before_room, m, n_before) if n_before else np.zeros(0, np.int64)
+    n_after = k - n_before
+    after = fixed + m + _place_sequence(rng, after_room, m, n_after) if n_after else np.zeros(0, np.int64)
+    return np.concatenate([before, after]).astype(np.int64)
+
+
+def _task(tokens: np.ndarray, n_answer: int, answers: np.ndarray, depths: np.ndarray, name: str) -> Task:
+    n, length = tokens.shape
+    positions = np.broadcast_to(np.arange(length - n_answer, length), (n, n_answer))
+    return Task(
+        tokens=torch.from_numpy(np.ascontiguousarray(tokens)),
+        answer_positions=torch.from_numpy(positions.copy()),
+        answers=torch.from_numpy(np.ascontiguousarray(answers)),
+        depth=torch.from_numpy(np.asarray(depths, np.float64)),
+        name=name,
+    )

@@ -1,0 +1,144 @@
+"""companion.evals: any callable model; oracle and uniform models pin the scales."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from companion import data, evals
+from companion.models import TinyTransformer
+
+V = 256
+
+
+def periodic(n=5000):
+    return torch.arange(n) % V
+
+
+def oracle_next(tokens):
+    """Knows the periodic stream: the next token is always (x + 1) mod V."""
+    return 1e4 * torch.nn.functional.one_hot((tokens + 1) % V, V).float()
+
+
+def uniform(tokens):
+    return torch.zeros(*tokens.shape, V)
+
+
+def task_oracle(task):
+    """A callable that looks each example up and predicts its true next token everywhere."""
+    table = {tuple(row[:-1].tolist()): row[1:] for row in task.tokens}
+
+    def fn(tokens):
+        nxt = torch.stack([table[tuple(row.tolist())] for row in tokens])
+        return 1e4 * torch.nn.functional.one_hot(nxt, V).float()
+
+    return fn
+
+
+def test_oracle_perplexity_is_one_and_uniform_is_the_vocabulary_size():
+    windows = data.text_windows(periodic(), 64, 20)
+    assert evals.perplexity(oracle_next, windows) == pytest.approx(1.0, abs=1e-12)
+    assert evals.perplexity(uniform, windows) == pytest.approx(V, rel=1e-12)
+
+
+def test_perplexity_by_length_scales_and_counts():
+    rows = evals.perplexity_by_length(uniform, periodic(), [16, 64], tokens_per_length=1024, batch_size=5)
+    assert [r["length"] for r in rows] == [16, 64]
+    assert [r["n_windows"] for r in rows] == [64, 16] and all(r["n_tokens"] == 1024 for r in rows)
+    assert all(r["defined"] and r["error"] is None and r["perplexity"] == pytest.approx(V) for r in rows)
+    rows = evals.perplexity_by_length(oracle_next, periodic(), 32)
+    assert rows[0]["perplexity"] == pytest.approx(1.0)
+
+
+def test_undefined_lengths_are_recorded_not_raised():
+    torch.manual_seed(0)
+    model = TinyTransformer("learned", d_model=16, n_heads=2, context_length=16)
+    rows = evals.perplexity_by_length(model, periodic(), [16, 32], tokens_per_length=256)
+    assert rows[0]["defined"] and rows[0]["perplexity"] > 1
+    assert rows[1] == {"length": 32, "n_windows": 8, "n_tokens": 256, "perplexity": None, "defined": False,
+                       "error": rows[1]["error"]}
+    assert "max_positions" in rows[1]["error"]
+    grid = evals.accuracy_grid(model, [16, 32], [0.0, 1.0], n_examples=4)
+    assert [r["defined"] for r in grid] == [True, True, False, False]
+    assert grid[2]["accuracy"] is None and "max_positions" in grid[2]["error"]
+
+
+def test_oracle_retrieval_accuracy_is_one_and_uniform_is_zero():
+    task = data.retrieval(30, 50, seed=1, n_needles=3)
+    result = evals.answer_accuracy(task_oracle(task), task, batch_size=7)
+    assert result == {"accuracy": 1.0, "token_accuracy": 1.0, "n_examples": 30}
+    result = evals.answer_accuracy(uniform, task)
+    assert result["accuracy"] == 0.0 and result["token_accuracy"] == 0.0
+
+
+def test_accuracy_grid_with_an_oracle_that_reads_the_needle():
+    def reader(tokens):
+        """Finds '@' + the queried key in its input and predicts the value digits after the query's '='."""
+        logits = torch.zeros(*tokens.shape, V)
+        for b, row in enumerate(tokens):
+            text = data.decode(row)
+            q = text.rindex("?")
+            key = text[q + 1:q + 3]
+            value = text[text.index("@" + key + "=") + 4:][:2]
+            logits[b, q + 3, ord(value[0])] = 1
+            if q + 4 < len(text):
+                logits[b, q + 4, ord(value[1])] = 1
+        return logits
+
+    grid = evals.accuracy_grid(reader, [40, 80], [0.0, 0.5, 1.0], n_examples=6, n_needles=2,
+                               make_task=data.multi_key_retrieval)
+    assert len(grid) == 6 and {(r["length"], r["depth"]) for r in grid} == {(n, d) for n in (40, 80) for d in (0, .5, 1)}
+    assert all(r["accuracy"] == 1.0 and r["n_examples"] == 6 for r in grid)
+
+
+def test_a_module_is_put_in_eval_mode_and_run_without_gradients():
+    torch.manual_seed(0)
+    model = TinyTransformer("rope", d_model=16, n_heads=2, context_length=16).train()
+    fn = evals.as_model_fn(model)
+    out = fn(torch.zeros(1, 4, dtype=torch.long))
+    assert not model.training and not out.requires_grad
+    ppl = evals.perplexity(model, data.text_windows(periodic(), 16, 4))
+    assert 1 < ppl < 2 * V
+
+
+def test_docstring_example():
+    corpus = data.load_corpus()
+    rows = evals.perplexity_by_length(uniform, corpus.validation, [64, 128])
+    assert [round(r["perplexity"], 6) for r in rows] == [256.0, 256.0]
+
+
+def test_bad_input_raises_value_error_naming_the_parameter():
+    windows = data.text_windows(periodic(), 8, 2)
+    with pytest.raises(ValueError, match="model"):
+        evals.perplexity("not a model", windows)
+    with pytest.raises(ValueError, match="model must return logits"):
+        evals.perplexity(lambda t: torch.zeros(t.shape[0], V), windows)
+    with pytest.raises(ValueError, match="windows"):
+        evals.perplexity(uniform, torch.zeros(3, 1, dtype=torch.long))
+    with pytest.raises(ValueError, match="batch_size"):
+        evals.perplexity(uniform, windows, batch_size=0)
+    with pytest.raises(ValueError, match="lengths"):
+        evals.perplexity_by_length(uniform, periodic(), [])
+    with pytest.raises(ValueError, match="lengths"):
+        evals.perplexity_by_length(uniform, periodic(), [16, 0])
+    with pytest.raises(ValueError, match="tokens_per_length"):
+        evals.perplexity_by_length(uniform, periodic(), [16], tokens_per_length=0)
+    with pytest.raises(ValueError, match="depths"):
+        evals.accuracy_grid(uniform, [40], [0.5, 1.5])
+    with pytest.raises(ValueError, match="n_examples"):
+        evals.accuracy_grid(uniform, [40], [0.5], n_examples=0)
+    with pytest.raises(ValueError, match="task"):
+        evals.answer_accuracy(uniform, "task")
+
+
+def test_log_probabilities_are_exact_for_a_known_distribution():
+    """Logits log(p) for a fixed p give perplexity exp(H(p, next)) exactly."""
+    p = torch.full((V,), 0.5 / (V - 1))
+    p[1] = 0.5
+    logp = p.log()
+    stream = torch.zeros(200, dtype=torch.long)
+    stream[1::2] = 1  # 0, 1, 0, 1, ...: half the targets are token 1 (p = 0.5), half token 0
+    windows = data.text_windows(stream, 10, 10)
+    ppl = evals.perplexity(lambda t: logp.expand(*t.shape, V), windows)
+    assert ppl == pytest.approx(math.exp(-(math.log(0.5) + math.log(0.5 / (V - 1))) / 2), rel=1e-9)

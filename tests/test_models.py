@@ -1,0 +1,272 @@
+"""companion.models: shapes, causality, the companion module behind each scheme, RoPE scaling."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from companion import absolute, alibi, nope, relative, rope, scaling
+from companion.models import ROPE_SCHEMES, SCHEMES, TinyTransformer, count_parameters
+
+SMALL = {"vocab_size": 40, "d_model": 16, "n_heads": 2, "n_layers": 2, "context_length": 12}
+
+
+def small(scheme, **kw):
+    torch.manual_seed(0)
+    return TinyTransformer(scheme, **{**SMALL, **kw}).eval()
+
+
+def tokens(batch=3, n=12, seed=0, vocab=40):
+    return torch.randint(0, vocab, (batch, n), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_forward_shape_and_finite(scheme):
+    logits = small(scheme)(tokens())
+    assert logits.shape == (3, 12, 40)
+    assert torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_changing_a_future_token_never_changes_past_logits(scheme):
+    model = small(scheme)
+    x = tokens()
+    with torch.no_grad():
+        before = model(x)
+        for t in (0, 5, 11):
+            y = x.clone()
+            y[:, t] = (y[:, t] + 1) % 40
+            after = model(y)
+            torch.testing.assert_close(after[:, :t], before[:, :t], rtol=0, atol=1e-6)
+            assert not torch.allclose(after[:, t], before[:, t])
+
+
+def test_causality_holds_with_dynamic_ntk_past_the_training_length():
+    model = small("rope")
+    model.set_rope_scaling("dynamic_ntk")
+    x = tokens(n=40)
+    y = x.clone()
+    y[:, 30] = (y[:, 30] + 1) % 40
+    with torch.no_grad():
+        torch.testing.assert_close(model(y)[:, :30], model(x)[:, :30], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("scheme", [s for s in SCHEMES if s != "learned"])
+def test_every_scheme_but_learned_reads_past_the_training_length(scheme):
+    assert small(scheme)(tokens(n=50)).shape == (3, 50, 40)
+
+
+def test_learned_table_overrun_raises_the_companion_index_error():
+    model = small("learned")
+    model(tokens(n=12))
+    with pytest.raises(IndexError, match="max_positions"):
+        model(tokens(n=13))
+
+
+# --- each scheme uses the companion module it should ------------------------------------
+
+
+def spy(monkeypatch, cls, calls, name):
+    original = cls.forward
+
+    def forward(self, *args, **kwargs):
+        calls.append(name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "forward", forward)
+
+
+@pytest.mark.parametrize("scheme, cls, attribute", [
+    ("learned", absolute.LearnedPositions, "positions"),
+    ("sinusoidal", absolute.SinusoidalPositions, "positions"),
+    ("rope", rope.RotaryEmbedding, "rope"),
+    ("alibi", alibi.ALiBi, "alibi"),
+    ("t5", relative.T5RelativeBias, "t5_bias"),
+])
+def test_scheme_holds_and_calls_its_companion_module(monkeypatch, scheme, cls, attribute):
+    model = small(scheme)
+    assert isinstance(getattr(model, attribute), cls)
+    calls = []
+    spy(monkeypatch, cls, calls, scheme)
+    model(tokens())
+    expected = model.config["n_layers"] if scheme == "rope" else 1  # T5's bias is shared by all layers
+    assert calls == [scheme] * expected
+
+
+def test_other_schemes_hold_no_position_module():
+    for scheme in SCHEMES:
+        model = small(scheme)
+        found = {type(m) for m in model.modules()}
+        position_types = {absolute.LearnedPositions, absolute.SinusoidalPositions, rope.RotaryEmbedding,
+                          alibi.ALiBi, relative.T5RelativeBias, relative.ShawRelativeAttention}
+        assert len(found & position_types) == (0 if scheme == "nope" else 1), scheme
+
+
+def test_shaw_every_layer_uses_shaw_relative_attention(monkeypatch):
+    model = small("shaw", shaw_max_distance=3)
+    layers = [b.attn.shaw for b in model.blocks]
+    assert all(isinstance(s, relative.ShawRelativeAttention) and s.max_distance == 3 for s in layers)
+    calls = []
+    spy(monkeypatch, relative.ShawRelativeAttention, calls, "shaw")
+    model(tokens())
+    assert calls == ["shaw"] * len(layers)
+
+
+def test_changing_the_companion_module_changes_the_model(monkeypatch):
+    """The ALiBi model's scores come from companion.alibi.ALiBi and nowhere else."""
+    model = small("alibi")
+    x = tokens()
+    before = model(x)
+    monkeypatch.setattr(alibi.ALiBi, "forward", lambda self, n, n_keys=None: torch.zeros(2, n, n).masked_fill(
+        torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf")))
+    assert not torch.allclose(model(x), before)
+
+
+def test_nope_calls_no_positions(monkeypatch):
+    calls = []
+    monkeypatch.setattr(nope, "no_positions", lambda x: calls.append(1) or x)
+    small("nope")(tokens())
+    assert calls == [1]
+
+
+def test_irope_follows_irope_layer_pattern(monkeypatch):
+    seen = []
+    original = nope.irope_layer_pattern
+    monkeypatch.setattr(nope, "irope_layer_pattern", lambda n, k: seen.append((n, k)) or original(n, k))
+    model = small("irope", n_layers=4, irope_nope_every=2)
+    assert seen == [(4, 2)]
+    assert model.layer_kinds == ["rope", "nope", "rope", "nope"]
+    calls = []
+    spy(monkeypatch, rope.RotaryEmbedding, calls, "rope")
+    model(tokens())
+    assert calls == ["rope", "rope"]
+
+
+def test_irope_temperature_uses_attention_temperature(monkeypatch):
+    model = small("irope", irope_floor_scale=4.0)
+    seen = []
+    original = nope.attention_temperature
+    monkeypatch.setattr(nope, "attention_temperature", lambda p, **kw: seen.append(kw) or original(p, **kw))
+    changed = model(tokens())
+    assert seen == [{"floor_scale": 4.0}]
+    plain = small("irope")
+    assert not torch.allclose(changed, plain(tokens()))
+
+
+# --- RoPE scaling ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["pi", "ntk", "yarn", "yarn_code", "linear"])
+def test_rope_scaling_switch_uses_companion_scaling(method):
+    model = small("rope")
+    x = tokens()
+    before = model(x)
+    model.set_rope_scaling(method, s=4)
+    expected = scaling.frequencies(method, model.d_head, s=4, L=12, base=10000.0)
+    np.testing.assert_array_equal(model.rope.inv_freq.numpy(), expected.inv_freq)
+    assert model.rope.attention_factor == expected.attention_factor
+    assert not torch.allclose(model(x), before)
+    model.set_rope_scaling("none")
+    np.testing.assert_array_equal(model.rope.inv_freq.numpy(), rope.inv_freq(model.d_head))
+    torch.testing.assert_close(model(x), before, rtol=0, atol=0)
+
+
+def test_rope_scaling_options_reach_the_method():
+    model = small("irope")
+    model.set_rope_scaling("base_change", base=1e6)
+    np.testing.assert_array_equal(model.rope.inv_freq.numpy(), rope.inv_freq(model.d_head, 1e6))
+    model.set_rope_scaling("yarn", s=2, beta=8.0)
+    np.testing.assert_array_equal(model.rope.inv_freq.numpy(),
+                                  scaling.yarn(model.d_head, s=2, L=12, beta=8.0).inv_freq)
+
+
+def test_dynamic_ntk_follows_the_current_length():
+    model = small("rope")
+    model.set_rope_scaling("dynamic_ntk")
+    for n in (6, 12, 30, 48):
+        model(tokens(n=n))
+        expected = scaling.dynamic_ntk(model.d_head, L=12, current_length=n).inv_freq
+        np.testing.assert_array_equal(model.rope.inv_freq.numpy(), expected)
+        np.testing.assert_array_equal(model.rope_frequencies(n).inv_freq, expected)
+    np.testing.assert_array_equal(scaling.dynamic_ntk(model.d_head, L=12, current_length=12).inv_freq,
+                                  rope.inv_freq(model.d_head))
+
+
+def test_dynamic_ntk_equals_plain_rope_up_to_the_training_length():
+    model = small("rope")
+    x = tokens(n=10)
+    before = model(x)
+    model.set_rope_scaling("dynamic_ntk")
+    torch.testing.assert_close(model(x), before, rtol=0, atol=0)
+
+
+def test_rope_scaling_bad_input():
+    with pytest.raises(ValueError, match="scheme"):
+        small("alibi").set_rope_scaling("pi", s=2)
+    with pytest.raises(ValueError, match="method"):
+        small("rope").set_rope_scaling("stretch", s=2)
+    with pytest.raises(ValueError, match="s must"):
+        small("rope").set_rope_scaling("pi", s=0.5)
+    with pytest.raises(ValueError, match="scheme"):
+        small("nope").rope_frequencies()
+
+
+# --- construction -------------------------------------------------------------------------
+
+
+def test_tied_and_untied_embeddings():
+    tied, untied = small("rope"), small("rope", tie_embeddings=False)
+    assert tied.lm_head is None and untied.lm_head is not None
+    assert count_parameters(untied) - count_parameters(tied) == 40 * 16
+
+
+def test_t5_and_alibi_are_shared_by_all_layers():
+    model = small("t5", n_layers=3)
+    assert sum(isinstance(m, relative.T5RelativeBias) for m in model.modules()) == 1
+    assert model.t5_bias.max_distance == 17 and not model.t5_bias.bidirectional
+    assert small("t5", context_length=40).t5_bias.max_distance == 40
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"scheme": "absolute"}, "scheme"),
+    ({"scheme": "rope", "d_model": 18, "n_heads": 4}, "d_model"),
+    ({"scheme": "rope", "d_model": 18, "n_heads": 2}, "head width"),
+    ({"scheme": "rope", "vocab_size": 1}, "vocab_size"),
+    ({"scheme": "rope", "n_layers": 0}, "n_layers"),
+    ({"scheme": "learned", "context_length": 0}, "context_length"),
+    ({"scheme": "shaw", "shaw_max_distance": -1}, "shaw_max_distance"),
+    ({"scheme": "rope", "tie_embeddings": 1}, "tie_embeddings"),
+    ({"scheme": "rope", "rope_base": -1.0}, "rope_base"),
+    ({"scheme": "t5", "t5_max_distance": 8}, "t5_max_distance"),
+])
+def test_bad_construction_raises_value_error_naming_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        TinyTransformer(**kwargs)
+
+
+def test_bad_tokens_raise_value_error():
+    model = small("rope")
+    with pytest.raises(ValueError, match="tokens"):
+        model(torch.zeros(2, 5))
+    with pytest.raises(ValueError, match="tokens"):
+        model(torch.zeros(5, dtype=torch.long))
+    with pytest.raises(ValueError, match="tokens must lie in 0..39"):
+        model(torch.full((1, 5), 40))
+    with pytest.raises(ValueError, match="model"):
+        count_parameters("model")
+
+
+def test_config_is_plain_data():
+    import json
+
+    config = small("t5").config
+    assert json.loads(json.dumps(config)) == config
+    assert set(ROPE_SCHEMES) <= set(SCHEMES)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_runs_on_cuda_unchanged(scheme):
+    model = small(scheme).to("cuda")
+    x = tokens()
+    torch.testing.assert_close(model(x.cuda()).cpu(), small(scheme)(x), rtol=1e-3, atol=1e-3)
