@@ -53,6 +53,8 @@ __all__ = [
     "decay_bound",
     "aliased_step",
     "pair_readings",
+    "reading_distance",
+    "nearest_return",
     "RotaryEmbedding",
 ]
 
@@ -403,6 +405,64 @@ def pair_readings(phi, positions) -> np.ndarray:
         raise ValueError(f"phi must be a single angle (a scalar), got shape {phi.shape}")
     m = _checks.array("positions", positions)
     return np.exp(1j * float(phi) * m)
+
+
+# ---------------------------------------------------------------------------
+# Clock hands: how far apart the readings of two positions are
+# ---------------------------------------------------------------------------
+
+def reading_distance(k, inv_freq) -> np.ndarray:
+    r"""Distance between the readings of all pairs at positions ``m`` and ``m + k``.
+
+    Pair ``i`` at position ``m`` points at ``e^{i m theta_i}`` (a clock hand turning
+    ``theta_i`` per step); the readings of all pairs form the vector
+    ``r(m) = (e^{i m theta_i})_i``, which is the sinusoidal position vector of
+    Vaswani et al. (2017) in complex form and the RoPE rotation of a unit vector per
+    pair (Su et al. 2021). Its distance to ``r(m + k)`` does not depend on ``m``:
+
+    .. math::
+
+        \lVert r(m + k) - r(m) \rVert^2 = \sum_i \lvert e^{i k \theta_i} - 1 \rvert^2
+        = 2 \sum_i \bigl(1 - \cos k\theta_i\bigr) = 4 \sum_i \sin^2(k\theta_i / 2),
+
+    computed with the last form (accurate for small ``k theta_i``). Zero exactly when
+    every ``k theta_i`` is a whole number of turns. ``k``: real offsets, any shape
+    (non-integer offsets are allowed); ``inv_freq``: ``(d/2,)``, any frequencies (a
+    single pair: ``[theta]``). Returns float64 of the shape of ``k``.
+    """
+    k = _checks.array("k", k)
+    theta = _frequency_vector(inv_freq)
+    half = np.sin(np.multiply.outer(k, theta) / 2.0)
+    return 2.0 * np.sqrt(np.sum(half * half, axis=-1))
+
+
+def nearest_return(n_max: int, inv_freq, k_min: int = 1) -> tuple[int, float]:
+    r"""The offset ``k`` in ``k_min .. n_max`` at which all readings come closest to repeating.
+
+    Minimises :func:`reading_distance` over the integers ``k_min <= k <= n_max`` and
+    returns ``(k, distance)`` (the smallest such ``k`` on ties). Because the distance
+    between ``r(m)`` and ``r(n)`` depends only on ``|m - n|``, with ``k_min = 1`` this
+    is the closest pair among all readings of the positions ``0 .. n_max``: a
+    distance above zero means every position in that range has its own reading. With
+    one frequency it finds the turns after which a single clock hand is back nearest
+    to where it started. Work is ``O(n_max d)``, done in blocks of 16,384 offsets.
+    ``n_max``, ``k_min``: integers with ``1 <= k_min <= n_max``; ``inv_freq``:
+    ``(d/2,)``.
+    """
+    n_max = _checks.positive_int("n_max", n_max)
+    k_min = _checks.positive_int("k_min", k_min)
+    if k_min > n_max:
+        raise ValueError(f"k_min must be an integer in 1..n_max = {n_max}, got {k_min}")
+    theta = _frequency_vector(inv_freq)
+    best_k, best = k_min, np.inf
+    block = 16_384
+    for start in range(k_min, n_max + 1, block):
+        ks = np.arange(start, min(start + block, n_max + 1), dtype=np.float64)
+        dist = reading_distance(ks, theta)
+        j = int(np.argmin(dist))
+        if dist[j] < best:
+            best_k, best = int(ks[j]), float(dist[j])
+    return best_k, best
 
 
 # ---------------------------------------------------------------------------

@@ -70,6 +70,9 @@ __all__ = [
     "fit_score_curve",
     "interpolation_error_bound",
     "pi_bound_ratio",
+    "node_polynomial",
+    "polynomial_interpolant",
+    "polynomial_remainder_bound",
 ]
 
 #: Su et al. (2021); Llama 1 and 2
@@ -630,6 +633,76 @@ def pi_bound_ratio(distances, d: int = 128, base: float = ROFORMER_BASE, constan
 
 
 # ---------------------------------------------------------------------------
+# Approximation theory: polynomial interpolation inside and outside the nodes
+# ---------------------------------------------------------------------------
+
+def node_polynomial(x, nodes) -> np.ndarray:
+    r"""The node polynomial ``omega(x) = prod_j (x - x_j)`` of the interpolation remainder.
+
+    For ``n + 1`` distinct nodes and a function ``f`` with ``n + 1`` continuous
+    derivatives, the polynomial ``p`` of degree ``<= n`` through ``(x_j, f(x_j))``
+    satisfies ``f(x) - p(x) = f^{(n+1)}(xi) omega(x) / (n + 1)!`` for some ``xi`` in
+    the smallest interval holding ``x`` and the nodes (Cauchy's remainder formula,
+    e.g. Suli & Mayers 2003, *An Introduction to Numerical Analysis*, ch. 6). ``omega`` stays
+    small between the nodes and grows like ``|x|^(n+1)`` outside them: the reason
+    interpolation is safer than extrapolation. ``x``: real, any shape; ``nodes``:
+    real, shape ``(n + 1,)``, distinct. Returns float64 of the shape of ``x``.
+    """
+    x = _checks.array("x", x)
+    xs = _distinct_nodes(nodes)
+    return np.prod(np.subtract.outer(x, xs), axis=-1)
+
+
+def polynomial_interpolant(nodes, values, x) -> np.ndarray:
+    r"""The polynomial of degree ``<= n`` through ``(nodes[j], values[j])``, evaluated at ``x``.
+
+    Barycentric Lagrange interpolation in its "first" (modified Lagrange) form,
+
+    .. math:: p(x) = \omega(x) \sum_j \frac{w_j f_j}{x - x_j}, \qquad
+              w_j = \frac{1}{\prod_{k \ne j} (x_j - x_k)},
+
+    with ``omega`` of :func:`node_polynomial`; at a node it returns the value there
+    exactly. This form is backward stable at every ``x``, inside the nodes and
+    outside (Berrut & Trefethen 2004, SIAM Review 46(3); Higham 2004, IMA J. Numer.
+    Anal. 24), so extrapolated values are the polynomial's, not rounding noise.
+    ``nodes``: ``(n + 1,)`` distinct reals; ``values``: ``(n + 1,)``; ``x``: any
+    shape. Returns float64 of the shape of ``x``.
+    """
+    xs = _distinct_nodes(nodes)
+    f = _checks.array("values", values)
+    if f.shape != xs.shape:
+        raise ValueError(f"values must have the shape of nodes {xs.shape}, got {f.shape}")
+    x = _checks.array("x", x)
+    diff = xs[:, None] - xs[None, :]
+    np.fill_diagonal(diff, 1.0)
+    w = 1.0 / np.prod(diff, axis=1)
+    gap = np.subtract.outer(x, xs)                       # shape x.shape + (n + 1,)
+    hit = gap == 0.0
+    safe = np.where(hit, 1.0, gap)
+    out = np.prod(gap, axis=-1) * np.sum(w * f / safe, axis=-1)
+    on_node = hit.any(axis=-1)
+    if np.any(on_node):
+        out = np.where(on_node, f[np.argmax(hit, axis=-1)], out)
+    return out
+
+
+def polynomial_remainder_bound(x, nodes, derivative_bound: float) -> np.ndarray:
+    r"""Cauchy's bound on ``|f(x) - p(x)|``: ``M |omega(x)| / (n + 1)!``.
+
+    ``M`` (``derivative_bound``) bounds ``|f^{(n+1)}|`` on the interval holding ``x``
+    and the nodes; for ``f(x) = cos(theta x)``, one RoPE pair's score, ``M =
+    theta^(n+1)`` works everywhere. ``p`` is the interpolant of
+    :func:`polynomial_interpolant` and ``omega`` the node polynomial of
+    :func:`node_polynomial` (Suli & Mayers 2003, ch. 6). ``x``: any shape; ``nodes``:
+    ``(n + 1,)`` distinct; ``derivative_bound``: a real number ``>= 0``. Returns
+    float64 of the shape of ``x``.
+    """
+    xs = _distinct_nodes(nodes)
+    M = _checks.at_least("derivative_bound", derivative_bound, 0.0)
+    return M * np.abs(node_polynomial(x, xs)) / math.factorial(xs.size)
+
+
+# ---------------------------------------------------------------------------
 # Private helpers
 # ---------------------------------------------------------------------------
 
@@ -674,3 +747,12 @@ def _content_vector(h, theta: np.ndarray) -> np.ndarray:
     if not np.all(np.isfinite(out)):
         raise ValueError("h must contain only finite numbers (no nan or inf)")
     return out
+
+
+def _distinct_nodes(nodes) -> np.ndarray:
+    xs = _checks.array("nodes", nodes)
+    if xs.ndim != 1 or xs.size == 0:
+        raise ValueError(f"nodes must be a non-empty 1-D array of distinct real numbers, got shape {xs.shape}")
+    if np.unique(xs).size != xs.size:
+        raise ValueError("nodes must be distinct real numbers (no node may repeat)")
+    return xs

@@ -406,6 +406,76 @@ def test_pi_bound_ratio_against_a_direct_sum():
 
 
 # ---------------------------------------------------------------------------
+# Polynomial interpolation: node polynomial, interpolant, Cauchy's bound
+# ---------------------------------------------------------------------------
+
+def test_node_polynomial_matches_numpy_poly_and_vanishes_at_the_nodes():
+    nodes = np.array([0.0, 1.5, 4.0, 7.0])
+    x = np.linspace(-3, 12, 61)
+    reference = np.polyval(np.poly(nodes), x)          # independent: coefficients from the roots
+    np.testing.assert_allclose(scaling.node_polynomial(x, nodes), reference, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(scaling.node_polynomial(nodes, nodes), 0.0)
+    assert scaling.node_polynomial(np.zeros((2, 5)), nodes).shape == (2, 5)
+
+
+def test_polynomial_interpolant_against_numpy_polyfit():
+    rng = np.random.default_rng(5)
+    nodes = np.sort(rng.uniform(-1, 1, size=6))
+    values = rng.normal(size=6)
+    coefficients = np.polyfit(nodes, values, deg=5)      # exact fit: 6 points, degree 5
+    x = np.linspace(-2, 2, 101)
+    np.testing.assert_allclose(scaling.polynomial_interpolant(nodes, values, x), np.polyval(coefficients, x),
+                               rtol=1e-7, atol=1e-7)
+    # at the nodes it returns the data exactly
+    np.testing.assert_array_equal(scaling.polynomial_interpolant(nodes, values, nodes), values)
+    assert scaling.polynomial_interpolant(nodes, values, np.zeros((3, 2))).shape == (3, 2)
+
+
+def test_polynomial_interpolant_reproduces_polynomials_inside_and_far_outside():
+    nodes = np.arange(0.0, 65.0, 8.0)                   # 9 nodes: degree 8
+    coefficients = np.array([1e-7, -3e-6, 0.0, 2e-4, -1e-3, 0.01, -0.1, 1.0, 2.0])
+    x = np.linspace(-64, 256, 321)
+    np.testing.assert_allclose(scaling.polynomial_interpolant(nodes, np.polyval(coefficients, nodes), x),
+                               np.polyval(coefficients, x), rtol=1e-6)   # extrapolation amplifies rounding
+
+
+def test_remainder_for_x_to_the_n_plus_1_is_the_node_polynomial():
+    # f = x^(n+1) has f^(n+1) = (n+1)!, so f - p = omega exactly
+    nodes = np.array([0.0, 1.0, 3.0, 4.0])
+    x = np.linspace(-2, 8, 41)
+    np.testing.assert_allclose(x**4 - scaling.polynomial_interpolant(nodes, nodes**4, x),
+                               scaling.node_polynomial(x, nodes), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(scaling.polynomial_remainder_bound(x, nodes, 24.0),
+                               np.abs(scaling.node_polynomial(x, nodes)), rtol=1e-12)
+
+
+def test_cauchy_bound_holds_for_a_rope_pair_inside_and_outside():
+    theta = THETA[16]                                   # 0.1 rad per position
+    nodes = np.arange(0.0, 65.0, 8.0)
+    x = np.linspace(0, 128, 1025)
+    error = np.abs(np.cos(theta * x) - scaling.polynomial_interpolant(nodes, np.cos(theta * nodes), x))
+    bound = scaling.polynomial_remainder_bound(x, nodes, theta**9)
+    assert np.all(error <= bound + 1e-12)
+    inside, outside = x <= 64, x >= 64
+    assert error[inside].max() < 1e-3 and error[outside].max() > 100
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: scaling.node_polynomial([1.0], [0.0, 0.0]), "nodes"),
+    (lambda: scaling.node_polynomial([1.0], []), "nodes"),
+    (lambda: scaling.node_polynomial([np.inf], [0.0]), "x"),
+    (lambda: scaling.polynomial_interpolant([0.0, 1.0], [1.0], [0.5]), "values"),
+    (lambda: scaling.polynomial_interpolant([[0.0, 1.0]], [[1.0, 2.0]], [0.5]), "nodes"),
+    (lambda: scaling.polynomial_interpolant([0.0, 1.0], [1.0, 2.0], [np.nan]), "x"),
+    (lambda: scaling.polynomial_remainder_bound([0.5], [0.0, 1.0], -1.0), "derivative_bound"),
+    (lambda: scaling.polynomial_remainder_bound([0.5], [0.0, 1.0], "1"), "derivative_bound"),
+])
+def test_interpolation_bad_input_names_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# ---------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
-"""Build one chapter on its own, quickly, with the book's settings (warnings are errors).
+"""Build one chapter, before it is in the table of contents, with the book's settings (warnings are errors).
 
     python tools/build_chapter.py lessons/03_rope.ipynb [--bib extra.bib]
 
-makes a small book in ``_build/chapters/<name>/`` holding the front matter (``book/``),
-chapter 0 and the given chapter, builds it executed with ``-W -n
+makes a book in ``_build/chapters/<name>/`` holding the front matter (``book/``), the
+chapters already in ``_toc.yml`` and the given chapter, builds it executed with ``-W -n
 --keep-going`` (execution is cached there between runs), and exits with the build's
 status. ``--bib`` appends BibTeX entries not yet in ``book/references.bib``. Use it
 while writing a chapter; ``make book`` builds everything.
@@ -37,7 +37,10 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(work / "book" / "_ext")
     shutil.copytree(ROOT / "book" / "_ext", work / "book" / "_ext")
     sources = [p for p in (ROOT / "book").iterdir() if p.is_file()]
-    sources += [ROOT / "lessons" / "00_why_positions.ipynb", ROOT / chapter]
+    listed = [line.split("file:")[1].strip() for line in (ROOT / "_toc.yml").read_text().splitlines()
+              if "file: lessons/" in line]
+    others = [ROOT / f"{name}.ipynb" for name in listed]
+    sources += others + [ROOT / chapter]
     for source in sources:
         target = work / source.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -56,7 +59,7 @@ def main(argv: list[str]) -> int:
     (work / "_toc.yml").write_text(
         "format: jb-book\nroot: book/intro\nparts:\n"
         f"  - caption: Getting started\n    chapters:\n{entries(FRONT[1:])}"
-        f"  - caption: Chapters\n    chapters:\n{entries(['lessons/00_why_positions', str(chapter.with_suffix(''))])}"
+        f"  - caption: Chapters\n    chapters:\n{entries(listed + [str(chapter.with_suffix(''))])}"
         f"  - caption: Reference\n    chapters:\n{entries(BACK)}"
     )
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
