@@ -94,3 +94,11 @@ def integers(name: str, value) -> np.ndarray:
     if np.issubdtype(arr.dtype, np.floating) and (not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr))):
         raise ValueError(f"{name} must be integers (whole numbers), got non-integer values")
     return arr.astype(np.int64)
+
+
+def projection(name: str, value, rows: int) -> np.ndarray:
+    """Return ``value`` as a float64 matrix with ``rows`` rows (a projection of x), or raise."""
+    w = array(name, value)
+    if w.ndim != 2 or w.shape[0] != rows:
+        raise ValueError(f"{name} must be a matrix with {rows} rows (the width of x), got shape {w.shape}")
+    return w

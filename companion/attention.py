@@ -166,17 +166,8 @@ def self_attention(x, w_q, w_k, w_v, mask=None, bias=None):
     Returns ``(out, weights)`` as :func:`scaled_dot_product_attention` does.
     """
     x = _checks.array("x", x, ndim_at_least=2)
-    mats = {}
-    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        w = _checks.array(name, w)
-        if w.ndim != 2 or w.shape[0] != x.shape[-1]:
-            raise ValueError(
-                f"{name} must be a matrix with {x.shape[-1]} rows (the width of x), got shape {w.shape}"
-            )
-        mats[name] = w
-    return scaled_dot_product_attention(
-        x @ mats["w_q"], x @ mats["w_k"], x @ mats["w_v"], mask=mask, bias=bias
-    )
+    w_q, w_k, w_v = (_checks.projection(name, w, x.shape[-1]) for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)))
+    return scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, mask=mask, bias=bias)
 
 
 def _broadcast(name: str, a: np.ndarray, shape: tuple) -> np.ndarray:

@@ -318,11 +318,7 @@ def self_attention(x, w_q, w_k, w_v, positions, inv_freq, layout: str = "adjacen
     theta = _frequency_vector(inv_freq)
     mats = {}
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        w = _checks.array(name, w)
-        if w.ndim != 2 or w.shape[0] != x.shape[-1]:
-            raise ValueError(
-                f"{name} must be a matrix with {x.shape[-1]} rows (the width of x), got shape {w.shape}"
-            )
+        w = _checks.projection(name, w, x.shape[-1])
         if name != "w_v" and w.shape[1] != 2 * theta.size:
             raise ValueError(
                 f"{name} must have d = 2 * len(inv_freq) = {2 * theta.size} columns, got shape {w.shape}"
