@@ -3,6 +3,10 @@
 #   make book    set everything up (first time only) and build the executed book
 #   make test    set everything up (first time only) and run every test
 #
+# For instructors (book/instructors.md):
+#   make assignments             student notebooks and autograders in _build/assignments
+#   make book-without-solutions  the book with exercise solutions left out
+#
 # Setup is automatic: a virtual environment in .venv (Python 3.11+, torch pinned to 2.13.0),
 # the pinned front-end files in node_modules (npm ci), and, for the browser tests,
 # Chromium from the system's package manager.
@@ -13,7 +17,7 @@ BIN := $(VENV)/bin
 PY_STAMP := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
 
-.PHONY: book test serve lab bench clean-notebooks browser clean
+.PHONY: book test serve lab bench clean-notebooks browser clean assignments book-without-solutions
 
 book: $(PY_STAMP) $(NPM_STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
@@ -23,6 +27,19 @@ book: $(PY_STAMP) $(NPM_STAMP)
 
 test: $(PY_STAMP) $(NPM_STAMP) browser
 	$(BIN)/python -m pytest
+
+# Every lesson, or only those named: make assignments LESSONS="lessons/03_rope.ipynb"
+assignments: $(PY_STAMP)
+	$(BIN)/python tools/assignments.py generate $(LESSONS)
+
+# Same pages, no solutions; reuses the executed outputs of 'make book' when they exist.
+WITHOUT := _build/without-solutions
+book-without-solutions: $(PY_STAMP) $(NPM_STAMP)
+	@mkdir -p $(WITHOUT)/_build
+	@if [ -d _build/.jupyter_cache ] && [ ! -d $(WITHOUT)/_build/.jupyter_cache ]; then cp -r _build/.jupyter_cache $(WITHOUT)/_build/; fi
+	BOOK_WITHOUT_SOLUTIONS=1 $(BIN)/jupyter-book build . -W -n --keep-going --path-output $(WITHOUT)
+	@echo ""
+	@echo "The book without solutions is in $(WITHOUT)/_build/html."
 
 serve:
 	$(BIN)/python -m http.server --directory _build/html --bind 127.0.0.1 8000

@@ -10,6 +10,7 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.nope` -- no positional encoding, and Llama 4's interleaved layers (chapter 5)
 - :mod:`companion.scaling` -- context extension for RoPE (chapter 6)
 - :mod:`companion.symbolic` -- SymPy building blocks for the proofs
+- :mod:`companion.checks` -- checks of exercise answers that say what was expected
 - :mod:`companion.figures` -- the interactive figures
 
 The lab (chapter 9) adds :mod:`companion.models` (a tiny decoder whose position scheme
@@ -18,11 +19,11 @@ synthetic retrieval tasks), :mod:`companion.train`, :mod:`companion.evals` (work
 any callable from tokens to logits) and :mod:`companion.lab` (the three experiments;
 ``python -m companion.lab --config full --out lessons/lab_results``).
 """
-from . import absolute, alibi, attention, data, evals, models, nope, relative, rope, scaling, symbolic, train
+from . import absolute, alibi, attention, checks, data, evals, models, nope, relative, rope, scaling, symbolic, train
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic",
+    "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic", "checks",
     "models", "data", "train", "evals",
 ]

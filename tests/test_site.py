@@ -108,3 +108,13 @@ def test_a_notebook_that_raises_fails_the_build(tmp_path):
     report = tmp_path / "_build" / "html" / "reports" / "broken.err.log"
     log = re.sub(r"\x1b\[[0-9;]*m", "", report.read_text())  # drop terminal colours
     assert "RuntimeError: boom" in log
+
+
+def test_lesson_pages_keep_solutions_and_hide_assignment_markup(built_site):
+    """Solutions stay in dropdowns; otter's markers, configs and checks never reach a page."""
+    for page in sorted((built_site / "lessons").glob("[0-9][0-9]_*.html")):
+        html = page.read_text()
+        assert 'class="solution dropdown' in html or "solution dropdown" in html, page.name
+        for markup in ("BEGIN SOLUTION", "END SOLUTION", "# SOLUTION", "BEGIN QUESTION",
+                       "BEGIN TESTS", "# HIDDEN", "all_or_nothing", "def test_"):
+            assert markup not in html, f"{page.name}: {markup}"

@@ -1,0 +1,237 @@
+"""The lessons as graded assignments (tools/assignments.py, otter-grader).
+
+For every lesson: the question markers are well formed and match the exercises; the
+student copy holds no solution text and no hidden check; the solution notebook scores
+full marks; the untouched student notebook scores zero on every autograded question,
+with a check's message (not a crash) for each; and each deliberately wrong answer listed
+in tests/wrong_answers/<lesson>.json loses exactly the points of its question, with the
+expected message.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("assignments", ROOT / "tools" / "assignments.py")
+assignments = importlib.util.module_from_spec(spec)
+sys.modules["assignments"] = assignments
+spec.loader.exec_module(assignments)
+
+LESSONS = assignments.all_lessons()
+WRONG = ROOT / "tests" / "wrong_answers"
+
+
+def wrong_answers(lesson: str) -> list[dict]:
+    path = WRONG / f"{lesson}.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def apply_edits(nb, edits: list[list[str]]):
+    """Apply [old, new] replacements, each of which must match exactly one cell once."""
+    for old, new in edits:
+        hits = [cell for cell in nb.cells if old in cell.source]
+        assert len(hits) == 1 and hits[0].source.count(old) == 1, f"edit target not unique: {old!r}"
+        hits[0].source = hits[0].source.replace(old, new)
+    return nb
+
+
+def wrong_notebooks(lesson: str) -> list[list[dict]]:
+    """Group the wrong answers of a lesson so that no notebook has two in one question."""
+    groups: list[list[dict]] = []
+    for case in wrong_answers(lesson):
+        for group in groups:
+            if all(other["question"] != case["question"] for other in group):
+                group.append(case)
+                break
+        else:
+            groups.append([case])
+    return groups
+
+
+class Generated(dict):
+    """Assignments generated on first use, one lesson at a time."""
+
+    def __init__(self, out: Path):
+        super().__init__()
+        self.out = out
+
+    def __missing__(self, lesson: str) -> Path:
+        self[lesson] = assignments.generate(ROOT / "lessons" / f"{lesson}.ipynb", self.out)
+        return self[lesson]
+
+
+class Graded(dict):
+    """Every grading run of one lesson, done on first use, two at a time (each runs the
+    whole notebook in a kernel): the solution, the untouched student copy, the wrong answers."""
+
+    def __init__(self, generated: Generated, out: Path):
+        super().__init__()
+        self.generated, self.out = generated, out
+
+    def __missing__(self, key):
+        lesson = key[0]
+        folder = self.generated[lesson]
+        autograder = folder / "autograder" / "autograder.zip"
+        jobs = {(lesson, "solution"): folder / "autograder" / f"{lesson}.ipynb",
+                (lesson, "untouched"): folder / "student" / f"{lesson}.ipynb"}
+        for index, group in enumerate(wrong_notebooks(lesson)):
+            nb = nbformat.read(folder / "autograder" / f"{lesson}.ipynb", as_version=4)
+            apply_edits(nb, [edit for case in group for edit in case["edits"]])
+            path = self.out / f"wrong-{lesson}-{index}" / f"{lesson}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, path)
+            jobs[(lesson, f"wrong-{index}")] = path
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = {k: pool.submit(assignments.grade, autograder, path) for k, path in jobs.items()}
+            self.update({k: future.result() for k, future in futures.items()})
+        return self[key]
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory):
+    return Generated(tmp_path_factory.mktemp("assignments"))
+
+
+@pytest.fixture(scope="session")
+def graded(generated, tmp_path_factory):
+    return Graded(generated, tmp_path_factory.mktemp("graded"))
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_every_exercise_is_a_question(path):
+    lesson = assignments.read_lesson(path)
+    nb = nbformat.read(path, as_version=4)
+    text = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    labels = re.findall(r"```\{exercise\}[^\n]*\n:label: (\S+)", text)
+    names = [q.name for q in lesson.questions]
+    assert names == labels, "one question per exercise, named by its label, in order"
+    autograded = [q for q in lesson.questions if not q.manual]
+    assert autograded, "at least one autograded question"
+    for q in lesson.questions:
+        assert q.points > 0 and isinstance(q.minutes, int) and q.minutes > 0, q.name
+        assert q.title, f"{q.name}: the question holds its exercise"
+    for q in autograded:
+        assert q.public_checks >= 1 and q.hidden_checks >= 1, f"{q.name}: public and hidden checks"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_student_copy_holds_no_solution(path, generated):
+    lesson = assignments.read_lesson(path)
+    student = generated[path.stem] / "student"
+    assert assignments.find_leaks(lesson, student) == []
+    nb = nbformat.read(student / path.name, as_version=4)
+    text = assignments._student_files_text(student)
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "# HIDDEN", "{solution", "BEGIN TESTS"):
+        assert marker not in text, marker
+    assert all(not cell.get("outputs") for cell in nb.cells if cell.cell_type == "code")
+    hidden_functions = re.findall(r"def (test_\w+)", "\n".join(lesson.hidden_text))
+    for name in hidden_functions:
+        assert name not in text, f"hidden check {name} in the student copy"
+    for q in lesson.questions:
+        if not q.manual:
+            assert f'grader.check("{q.name}")' in text, q.name
+    assert (student / "tests").is_dir()
+
+
+def test_leak_search_finds_a_planted_solution(generated, tmp_path):
+    """The search is not vacuous: a solution line copied into a student notebook is found."""
+    path = ROOT / "lessons" / "03_rope.ipynb"
+    lesson = assignments.read_lesson(path)
+    student = tmp_path / "student"
+    import shutil
+    shutil.copytree(generated["03_rope"] / "student", student)
+    nb = nbformat.read(student / path.name, as_version=4)
+    planted = next(line for line in lesson.solution_text if "np.cos(phi)" in line)
+    nb.cells[-1].source += "\n" + planted
+    nbformat.write(nb, student / path.name)
+    assert planted in assignments.find_leaks(lesson, student)
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_solutions_score_full_marks(path, graded):
+    lesson = assignments.read_lesson(path)
+    scores = graded[(path.stem, "solution")]
+    assert set(scores) == {q.name for q in lesson.questions if not q.manual}
+    for name, s in scores.items():
+        assert s["score"] == s["possible"], f"{name}: {s['output']}"
+    expected = {q.name: q.points for q in lesson.questions if not q.manual}
+    assert {n: s["possible"] for n, s in scores.items()} == expected
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_untouched_student_notebook_scores_zero_with_messages(path, graded):
+    scores = graded[(path.stem, "untouched")]
+    for name, s in scores.items():
+        assert s["score"] == 0, f"{name} gives points for an empty answer"
+        messages = assignments.failure_messages(s["output"])
+        assert messages, f"{name}: no failure message"
+        for message in messages:
+            assert message.startswith("CheckFailed: "), f"{name}: not a check's message: {message}"
+
+
+CASES = [(path.stem, index, case) for path in LESSONS
+         for index, group in enumerate(wrong_notebooks(path.stem)) for case in group]
+
+
+@pytest.mark.parametrize("lesson,index,case", CASES, ids=[f"{l}-{c['question']}" for l, _, c in CASES])
+def test_wrong_answer_loses_its_points(lesson, index, case, graded):
+    scores = graded[(lesson, f"wrong-{index}")]
+    group = wrong_notebooks(lesson)[index]
+    broken = {c["question"] for c in group}
+    for name, s in scores.items():
+        if name in broken:
+            assert s["score"] == 0, f"{name}: the wrong answer kept points"
+        else:
+            assert s["score"] == s["possible"], f"{name} lost points for another question's mistake"
+    output = scores[case["question"]]["output"]
+    assert case["message"] in output, f"expected {case['message']!r} in:\n{output}"
+
+
+def test_every_lesson_has_wrong_answers():
+    for path in LESSONS:
+        cases = wrong_answers(path.stem)
+        assert cases, f"tests/wrong_answers/{path.stem}.json lists no wrong answer"
+        autograded = {q.name for q in assignments.read_lesson(path).questions if not q.manual}
+        assert {c["question"] for c in cases} <= autograded
+
+
+def test_instructors_page_lists_every_question():
+    page = (ROOT / "book" / "instructors.md").read_text()
+    assert assignments.questions_table() in page, "regenerate: python tools/assignments.py questions --markdown"
+
+
+def test_colab_variant_fetches_checks_from_the_web(tmp_path):
+    target = assignments.generate(ROOT / "lessons" / "03_rope.ipynb", tmp_path, tests_url="https://example.org/03/tests/")
+    nb = nbformat.read(target / "student" / "03_rope.ipynb", as_version=4)
+    sources = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    assert "otter-grader==" in sources[0], "the setup cell installs otter on Colab"
+    assert 'otter.Notebook(tests_url_prefix="https://example.org/03/tests/")' in sources[1]
+
+
+def test_markdown_for_notebook_front_ends():
+    text = ("(chapter-03)=\n# 3. RoPE\n\nSee {cite:p}`su2024roformer` and {prf:ref}`def-03-rope`, "
+            "{py:func}`companion.rope.rotate`, {ref}`figure 2 <chapter-03-try-it>`.\n\n"
+            "```{exercise} Coding: RoPE\n:label: ex-03-rotate\n\nWrite it.\n```\n")
+    out = assignments.myst_to_markdown(text)
+    assert out.startswith("# 3. RoPE")
+    assert "[su2024roformer]" in out and "def-03-rope" in out and "`companion.rope.rotate`" in out
+    assert "figure 2" in out and "<chapter" not in out
+    assert "### Exercise: Coding: RoPE" in out and ":label:" not in out and "```" not in out
+
+
+def test_markers_are_checked(tmp_path):
+    nb = nbformat.read(ROOT / "lessons" / "03_rope.ipynb", as_version=4)
+    index = next(i for i, c in enumerate(nb.cells) if c.cell_type == "raw" and "END QUESTION" in c.source)
+    del nb.cells[index]
+    broken = tmp_path / "03_rope.ipynb"
+    nbformat.write(nb, broken)
+    with pytest.raises(ValueError, match="BEGIN QUESTION inside another question|never ended"):
+        assignments.read_lesson(broken)
