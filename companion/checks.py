@@ -206,18 +206,34 @@ def zero(name: str, expr, identity: str):
         _fail(name, f"{identity} does not hold: the difference simplifies to {text}, not 0.")
 
 
-def symbolic_equal(name: str, value, expected, what: str = ""):
-    """Fail unless the SymPy expression ``value`` equals ``expected`` identically."""
+def symbolic_equal(name: str, value, expected, what: str = "", *,
+                   wrong: Mapping[str, object] | None = None):
+    """Fail unless the SymPy expression (or matrix) ``value`` equals ``expected`` identically.
+
+    ``wrong`` maps a diagnosis to the expression a typical mistake gives, as in :func:`close`.
+    """
     answer(name, value)
+
+    def difference(a, b):
+        if isinstance(a, sp.MatrixBase) or isinstance(b, sp.MatrixBase):
+            return sp.Matrix(a) - sp.Matrix(b)
+        return sp.sympify(a) - sp.sympify(b)
+
     try:
-        difference = sp.sympify(value) - sp.sympify(expected) if not isinstance(value, sp.MatrixBase) \
-            else value - expected
+        gap = difference(value, expected)
     except (sp.SympifyError, TypeError, ValueError, sp.ShapeError):
         _fail(name, f"should be a SymPy expression{' for ' + what if what else ''}, "
                     f"but it is a {type(value).__name__}.")
-    if not symbolic.is_zero(difference):
-        _fail(name, f"should equal {expected}{' (' + what + ')' if what else ''}; "
-                    f"yours differs from it by {sp.simplify(difference)}.")
+    if symbolic.is_zero(gap):
+        return
+    for diagnosis, mistaken in (wrong or {}).items():
+        try:
+            if symbolic.is_zero(difference(value, mistaken)):
+                _fail(name, diagnosis)
+        except (sp.SympifyError, TypeError, ValueError, sp.ShapeError):
+            continue
+    _fail(name, f"should equal {expected}{' (' + what + ')' if what else ''}; "
+                f"yours differs from it by {sp.simplify(gap)}.")
 
 
 def holds(condition: bool, name: str, message: str):

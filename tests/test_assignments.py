@@ -217,14 +217,18 @@ def test_colab_variant_fetches_checks_from_the_web(tmp_path):
 
 
 def test_markdown_for_notebook_front_ends():
-    text = ("(chapter-03)=\n# 3. RoPE\n\nSee {cite:p}`su2024roformer` and {prf:ref}`def-03-rope`, "
-            "{py:func}`companion.rope.rotate`, {ref}`figure 2 <chapter-03-try-it>`.\n\n"
+    text = ("(chapter-03)=\n# 3. RoPE\n\n```{prf:definition} Rotary position embedding\n:label: def-03-rope\n\n"
+            "Turn pairs.\n```\n\nSee {cite:p}`su2024roformer` and {prf:ref}`def-03-rope`, "
+            "{py:func}`companion.rope.rotate`, {ref}`figure 2 <chapter-03-try-it>`, {doc}`00_why_positions` "
+            "and {doc}`../book/references`; a {term}`KV cache` and {term}`wavelengths <Wavelength>`.\n\n"
             "```{exercise} Coding: RoPE\n:label: ex-03-rotate\n\nWrite it.\n```\n")
-    out = assignments.myst_to_markdown(text)
+    out = assignments.myst_to_markdown(text, assignments.labels(text))
     assert out.startswith("# 3. RoPE")
-    assert "[su2024roformer]" in out and "def-03-rope" in out and "`companion.rope.rotate`" in out
+    assert "**Definition: Rotary position embedding**\n\nTurn pairs." in out
+    assert "[su2024roformer] and Rotary position embedding," in out and "`companion.rope.rotate`" in out
     assert "figure 2" in out and "<chapter" not in out
-    assert "### Exercise: Coding: RoPE" in out and ":label:" not in out and "```" not in out
+    assert "chapter 0 and the references page of the book; a KV cache and wavelengths." in out
+    assert "### Exercise: Coding: RoPE" in out and ":label:" not in out and "```" not in out and "{" not in out
 
 
 def test_markers_are_checked(tmp_path):

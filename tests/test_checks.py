@@ -100,6 +100,9 @@ def test_symbolic_checks_name_the_identity():
         checks.symbolic_equal("e", (a - b) ** 2, a ** 2 + 2 * a * b + b ** 2)
     with fails("should be a SymPy expression"):
         checks.zero("d", object(), "a = b")
+    with fails(r"the factor depends on m \+ n"):
+        checks.symbolic_equal("c", a ** (b - a), a ** (a + b), wrong={"the factor depends on m + n": a ** (b - a)})
+    checks.symbolic_equal("M", sp.Matrix([[a + a]]), sp.Matrix([[2 * a]]))
 
 
 def test_holds():

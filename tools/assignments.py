@@ -252,13 +252,27 @@ def requirements() -> str:
 
 # --- plain Markdown for the student's notebook -------------------------------------------
 
-def myst_to_markdown(text: str) -> str:
+def labels(text: str) -> dict[str, str]:
+    """Titles of the labelled directives in MyST ``text`` (``{prf:theorem} Title`` + ``:label:``)."""
+    found = re.findall(r"^```\{[\w:-]+\}[ \t]*([^\n]*)\n:label: (\S+)", text, flags=re.MULTILINE)
+    return {label: title.strip() for title, label in found if title.strip()}
+
+
+def _doc_text(target: str) -> str:
+    name = target.split("/")[-1]
+    chapter = re.match(r"(\d\d)_", name)
+    return f"chapter {int(chapter.group(1))}" if chapter else f"the {name.replace('_', ' ')} page of the book"
+
+
+def myst_to_markdown(text: str, titles: dict[str, str] | None = None) -> str:
     """Rewrite the MyST markup of the book into Markdown any notebook front end shows.
 
-    Exercise directives become headings; cross-references and citations become their
-    text; other directives (definitions, theorems, proofs) become a bold title followed
-    by their body.
+    Exercise directives become headings; other directives (definitions, theorems,
+    proofs) a bold title followed by their body; citations show their keys;
+    cross-references show their text, or the title of what they point to (``titles``,
+    label -> title, as :func:`labels` finds them).
     """
+    titles = titles or {}
     text = re.sub(r"^\([\w-]+\)=\n", "", text, flags=re.MULTILINE)
 
     def directive(match: re.Match) -> str:
@@ -274,8 +288,10 @@ def myst_to_markdown(text: str) -> str:
     text = re.sub(r"^```\{([\w:-]+)\}([^\n]*)\n(.*?)^```\s*$", directive, text,
                   flags=re.MULTILINE | re.DOTALL)
     text = re.sub(r"\{cite:[pt]\}`([^`]+)`", lambda m: "[" + m.group(1).replace(",", ", ") + "]", text)
-    text = re.sub(r"\{(?:ref|doc|numref|prf:ref)\}`([^`<]+?)\s*<[^`]+>`", r"\1", text)
-    text = re.sub(r"\{(?:ref|doc|numref|prf:ref)\}`([^`]+)`", r"\1", text)
+    text = re.sub(r"\{(?:ref|doc|numref|prf:ref|term)\}`([^`<]+?)\s*<[^`]+>`", r"\1", text)
+    text = re.sub(r"\{term\}`([^`]+)`", r"\1", text)
+    text = re.sub(r"\{doc\}`([^`]+)`", lambda m: _doc_text(m.group(1)), text)
+    text = re.sub(r"\{(?:ref|numref|prf:ref)\}`([^`]+)`", lambda m: titles.get(m.group(1), m.group(1)), text)
     text = re.sub(r"\{py:\w+\}`~?([^`]+)`", r"`\1`", text)
     text = re.sub(r"\{(?:math|eq)\}`([^`]+)`", r"$\1$", text)
     return text
@@ -283,9 +299,10 @@ def myst_to_markdown(text: str) -> str:
 
 def _student_touches(notebook: Path) -> None:
     nb = nbformat.read(notebook, as_version=4)
+    titles = labels("\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown"))
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = myst_to_markdown(cell.source)
+            cell.source = myst_to_markdown(cell.source, titles)
     nbformat.write(nb, notebook)
 
 
