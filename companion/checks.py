@@ -77,7 +77,8 @@ def result(call: str, value):
         value: what the call returned.
     """
     if value is None:
-        _fail(call, "returned None. Does the function end with a `return` statement?")
+        _fail(call, "returned None. Replace any `...` in the function with your code, and end it "
+                    "with a `return` statement.")
     if value is Ellipsis:
         _fail(call, "returned `...`. Replace the `...` in the function with your code.")
     return value

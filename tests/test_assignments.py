@@ -239,3 +239,22 @@ def test_markers_are_checked(tmp_path):
     nbformat.write(nb, broken)
     with pytest.raises(ValueError, match="BEGIN QUESTION inside another question|never ended"):
         assignments.read_lesson(broken)
+
+
+def test_command_line_generates_lists_and_grades(tmp_path, graded, monkeypatch, capsys):
+    """The commands of the instructors' page: generate, questions, grade (points per question, CSV)."""
+    assert assignments.main(["generate", str(ROOT / "lessons" / "03_rope.ipynb"), "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "03_rope" / "03_rope-student.zip").is_file()
+    assert (tmp_path / "03_rope" / "autograder" / "autograder.zip").is_file()
+    assert assignments.main(["questions"]) == 0
+    assert "ex-03-rotate" in capsys.readouterr().out
+    results = {"right.ipynb": graded[("03_rope", "solution")], "empty.ipynb": graded[("03_rope", "untouched")]}
+    monkeypatch.setattr(assignments, "grade", lambda autograder, submission: results[Path(submission).name])
+    csv_path = tmp_path / "grades.csv"
+    assert assignments.main(["grade", "autograder.zip", "right.ipynb", "empty.ipynb", "--csv", str(csv_path)]) == 0
+    out = capsys.readouterr().out
+    assert "right.ipynb: 10 / 10" in out and "empty.ipynb: 0 / 10" in out
+    assert "CheckFailed: rope_rotate(x, positions): returned None" in out
+    rows = csv_path.read_text().splitlines()
+    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,total"
+    assert rows[1] == "right.ipynb,3.0,2.0,3.0,2.0,10.0" and rows[2] == "empty.ipynb,0.0,0.0,0.0,0.0,0.0"

@@ -39,7 +39,7 @@ def test_function_and_result():
     with fails("should be a function, but it is a int"):
         checks.function("f", 3)
     assert checks.result("f(1)", 2) == 2
-    with fails("returned None. Does the function end with a `return`"):
+    with fails("returned None. Replace any `...` in the function with your code, and end it with a `return`"):
         checks.result("f(1)", None)
     with fails(r"returned `\.\.\.`"):
         checks.result("f(1)", Ellipsis)
