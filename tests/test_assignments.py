@@ -120,6 +120,9 @@ def test_every_exercise_is_a_question(path):
         assert q.title, f"{q.name}: the question holds its exercise"
     for q in autograded:
         assert q.public_checks >= 1 and q.hidden_checks >= 1, f"{q.name}: public and hidden checks"
+    for q in lesson.questions:
+        if q.title.startswith(("Coding", "SymPy")):
+            assert not q.manual, f"{q.name}: coding and SymPy exercises are autograded"
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
@@ -159,7 +162,7 @@ def test_leak_search_finds_a_planted_solution(generated, tmp_path):
 def test_solutions_score_full_marks(path, graded):
     lesson = assignments.read_lesson(path)
     scores = graded[(path.stem, "solution")]
-    assert set(scores) == {q.name for q in lesson.questions if not q.manual}
+    assert list(scores) == [q.name for q in lesson.questions if not q.manual], "questions in the lesson's order"
     for name, s in scores.items():
         assert s["score"] == s["possible"], f"{name}: {s['output']}"
     expected = {q.name: q.points for q in lesson.questions if not q.manual}

@@ -405,7 +405,19 @@ def grade(autograder: Path, submission: Path) -> dict[str, dict]:
         if "max_score" in test and test.get("name") != "Public Tests":
             scores[test["name"]] = {"score": float(test["score"]), "possible": float(test["max_score"]),
                                     "output": test.get("output", "")}
-    return scores
+    order = _question_order(submission)
+    return dict(sorted(scores.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
+
+
+def _question_order(notebook: Path) -> dict[str, int]:
+    """Question name -> rank, from the order of the grader.check cells of a notebook."""
+    try:
+        text = Path(notebook).read_text()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    names = re.findall(r'grader\.check\(\\?"([^"\\]+)\\?"\)', text)
+    names = [name for name in dict.fromkeys(names) if not name.startswith("<")]
+    return {name: rank for rank, name in enumerate(names)}
 
 
 def failure_messages(output: str) -> list[str]:
