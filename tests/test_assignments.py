@@ -203,7 +203,7 @@ def test_every_lesson_has_wrong_answers():
         cases = wrong_answers(path.stem)
         assert cases, f"tests/wrong_answers/{path.stem}.json lists no wrong answer"
         autograded = {q.name for q in assignments.read_lesson(path).questions if not q.manual}
-        assert {c["question"] for c in cases} <= autograded
+        assert {c["question"] for c in cases} == autograded, "one or more wrong answers for every autograded question"
 
 
 def test_instructors_page_lists_every_question():
