@@ -11,6 +11,7 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.scaling` -- context extension for RoPE (chapter 6)
 - :mod:`companion.symbolic` -- SymPy building blocks for the proofs
 - :mod:`companion.checks` -- checks of exercise answers that say what was expected
+- :mod:`companion.exercises` -- typical wrong answers to exercises, which the checks name
 - :mod:`companion.figures` -- the interactive figures
 
 The lab (chapter 9) adds :mod:`companion.models` (a tiny decoder whose position scheme
@@ -19,11 +20,11 @@ synthetic retrieval tasks), :mod:`companion.train`, :mod:`companion.evals` (work
 any callable from tokens to logits) and :mod:`companion.lab` (the three experiments;
 ``python -m companion.lab --config full --out lessons/lab_results``).
 """
-from . import absolute, alibi, attention, checks, data, evals, models, nope, relative, rope, scaling, symbolic, train
+from . import absolute, alibi, attention, checks, data, exercises, evals, models, nope, relative, rope, scaling, symbolic, train
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic", "checks",
+    "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic", "checks", "exercises",
     "models", "data", "train", "evals",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -149,7 +150,6 @@ def test_leak_search_finds_a_planted_solution(generated, tmp_path):
     path = ROOT / "lessons" / "03_rope.ipynb"
     lesson = assignments.read_lesson(path)
     student = tmp_path / "student"
-    import shutil
     shutil.copytree(generated["03_rope"] / "student", student)
     nb = nbformat.read(student / path.name, as_version=4)
     planted = next(line for line in lesson.solution_text if "np.cos(phi)" in line)
