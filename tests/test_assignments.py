@@ -14,6 +14,7 @@ import json
 import re
 import shutil
 import sys
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -143,6 +144,11 @@ def test_student_copy_holds_no_solution(path, generated):
         if not q.manual:
             assert f'grader.check("{q.name}")' in text, q.name
     assert (student / "tests").is_dir()
+    with zipfile.ZipFile(generated[path.stem] / f"{path.stem}-student.zip") as archive:
+        handed_out = {name: archive.read(name) for name in archive.namelist()}
+    expected = {f"{path.stem}/{file.relative_to(student)}": file.read_bytes()
+                for file in student.rglob("*") if file.is_file()}
+    assert handed_out == expected, "the zip handed out is the student folder, byte for byte"
 
 
 def test_leak_search_finds_a_planted_solution(generated, tmp_path):
@@ -252,7 +258,7 @@ def test_command_line_generates_lists_and_grades(tmp_path, graded, monkeypatch, 
     assert assignments.main(["questions"]) == 0
     assert "ex-03-rotate" in capsys.readouterr().out
     results = {"right.ipynb": graded[("03_rope", "solution")], "empty.ipynb": graded[("03_rope", "untouched")]}
-    monkeypatch.setattr(assignments, "grade", lambda autograder, submission: results[Path(submission).name])
+    monkeypatch.setattr(assignments, "grade", lambda autograder, submission, timeout: results[Path(submission).name])
     csv_path = tmp_path / "grades.csv"
     assert assignments.main(["grade", "autograder.zip", "right.ipynb", "empty.ipynb", "--csv", str(csv_path)]) == 0
     out = capsys.readouterr().out
@@ -261,3 +267,46 @@ def test_command_line_generates_lists_and_grades(tmp_path, graded, monkeypatch, 
     rows = csv_path.read_text().splitlines()
     assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,total"
     assert rows[1] == "right.ipynb,3.0,2.0,3.0,2.0,10.0" and rows[2] == "empty.ipynb,0.0,0.0,0.0,0.0,0.0"
+
+
+def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, graded, monkeypatch, capsys):
+    """A class's batch: a file that is not a notebook, another chapter's notebook and an
+    endless loop are each reported, the good submission is graded, the CSV has a row for
+    every file, and the command exits with status 1."""
+    folder = generated["03_rope"]
+    (tmp_path / "corrupt.ipynb").write_text("not a notebook")
+    nbformat.write(nbformat.read(generated["04_alibi"] / "student" / "04_alibi.ipynb", as_version=4),
+                   tmp_path / "other-chapter.ipynb")
+    loop = nbformat.read(folder / "student" / "03_rope.ipynb", as_version=4)
+    loop.cells.insert(3, nbformat.v4.new_code_cell("while True:\n    pass"))
+    nbformat.write(loop, tmp_path / "loop.ipynb")
+    real_grade = assignments.grade
+    monkeypatch.setattr(assignments, "grade", lambda autograder, submission, timeout: (
+        graded[("03_rope", "solution")] if Path(submission).name == "right.ipynb"
+        else real_grade(autograder, submission, timeout)))
+    names = ["corrupt.ipynb", "other-chapter.ipynb", "loop.ipynb", "right.ipynb"]
+    csv_path = tmp_path / "grades.csv"
+    status = assignments.main(["grade", str(folder / "autograder" / "autograder.zip"),
+                               *[str(tmp_path / n) for n in names], "--csv", str(csv_path),
+                               "--timeout", "10", "--jobs", "3"])
+    assert status == 1
+    out = capsys.readouterr().out
+    assert "corrupt.ipynb: could not grade: otter could not grade it: NotJSONError" in out
+    assert "other-chapter.ipynb: could not grade: otter could not grade it: OtterRuntimeError: " \
+           "Received submission for assignment '04_alibi' (this is assignment '03_rope')" in out
+    assert "loop.ipynb: could not grade: still running after 10 s" in out
+    assert "right.ipynb: 10 / 10" in out
+    rows = csv_path.read_text().splitlines()
+    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,total,error"
+    assert [row.split(",")[0].rsplit("/", 1)[-1] for row in rows[1:]] == names
+    assert rows[4].endswith("right.ipynb,3.0,2.0,3.0,2.0,10.0,")
+
+
+def test_questions_keep_their_order_in_an_exported_zip(tmp_path, generated):
+    """Students on Colab and Jupyter submit the zip of grader.export: the grade lists its
+    questions in the lesson's order too."""
+    student = generated["04_alibi"] / "student" / "04_alibi.ipynb"
+    with zipfile.ZipFile(tmp_path / "submission.zip", "w") as archive:
+        archive.write(student, "04_alibi.ipynb")
+    order = assignments._question_order(tmp_path / "submission.zip")
+    assert list(order) == ["ex-04-slopes", "ex-04-mean", "ex-04-twelve"]

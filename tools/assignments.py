@@ -12,7 +12,7 @@ a chapter of the book and the master copy of an assignment. A question may also 
 ``minutes:`` (the time a student needs), which this tool lists for instructors.
 
     python tools/assignments.py generate [LESSON ...] [--out DIR] [--tests-url URL]
-    python tools/assignments.py grade AUTOGRADER.zip SUBMISSION.ipynb ... [--csv FILE]
+    python tools/assignments.py grade AUTOGRADER.zip SUBMISSION ... [--csv FILE] [--jobs N] [--timeout S]
     python tools/assignments.py questions [--markdown]
 
 ``generate`` writes, for each lesson, ``DIR/<lesson>/student/`` (the notebook with
@@ -22,8 +22,11 @@ and ``DIR/<lesson>/autograder/`` (the solution notebook and ``autograder.zip``, 
 grades a submission with every check, hidden ones included). It refuses to write a
 student copy that still contains a line of a solution or of a hidden check.
 
-``grade`` runs ``otter run`` on each submission, prints the points per question and,
-with ``--csv``, writes one row per submission. ``--tests-url`` makes the student
+``grade`` runs ``otter run`` on each submission (a notebook, or the zip that the
+notebook's export cell writes), prints the points per question and, with ``--csv``,
+writes one row per submission. A submission that cannot be graded (not a notebook,
+still running after ``--timeout`` seconds) is reported and the others are graded; the
+command then exits with status 1. ``--tests-url`` makes the student
 notebooks fetch their public checks from a web folder (where ``student/tests`` has been
 published), which is what Google Colab needs; without it they read ``tests/`` beside
 the notebook (Jupyter, JupyterHub, Binder).
@@ -35,12 +38,15 @@ import contextlib
 import csv
 import io
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -385,20 +391,39 @@ def generate(path: Path, out_dir: Path = DEFAULT_OUT, tests_url: str | None = No
 
 # --- grading -----------------------------------------------------------------------------
 
-def grade(autograder: Path, submission: Path) -> dict[str, dict]:
+class GradingError(RuntimeError):
+    """A submission that could not be graded: not a notebook, too slow, or otter failed."""
+
+
+def grade(autograder: Path, submission: Path, timeout: float | None = None) -> dict[str, dict]:
     """Grade one submission with every check; return {question: {score, possible, output}}.
 
     Runs ``otter run`` in a subprocess (no container: this environment must have
     companion and otter-grader installed, as ``make test`` and ``make assignments``
-    arrange).
+    arrange). ``submission`` is a notebook or the zip that ``grader.export`` writes.
+    Raises GradingError when the submission cannot be graded, or when it runs longer
+    than ``timeout`` seconds (an endless loop in a student's cell).
     """
+    submission = Path(submission)
+    if not submission.is_file():
+        raise GradingError("no such file")
     with tempfile.TemporaryDirectory() as out:
         command = [sys.executable, "-m", "otter", "run", "--no-logo", "-a", str(Path(autograder).resolve()),
-                   "-o", out, str(Path(submission).resolve())]
-        done = subprocess.run(command, capture_output=True, text=True, cwd=out)
+                   "-o", out, str(submission.resolve())]
+        # A session of its own, so that a timeout stops the kernel that otter starts too.
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   cwd=out, start_new_session=True)
+        try:
+            log, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise GradingError(f"still running after {timeout:g} s (an endless loop?)") from None
         report = Path(out) / "results.json"
         if not report.exists():
-            raise RuntimeError(f"otter run failed on {submission}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+            errors = re.findall(r"^(?:[\w]+\.)*(\w*(?:Error|Exception): .*)$", log, re.MULTILINE)
+            reason = errors[-1] if errors else log.strip()[-300:]
+            raise GradingError(f"otter could not grade it: {reason}")
         results = json.loads(report.read_text())
     scores = {}
     for test in results["tests"]:
@@ -409,15 +434,36 @@ def grade(autograder: Path, submission: Path) -> dict[str, dict]:
     return dict(sorted(scores.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
 
 
-def _question_order(notebook: Path) -> dict[str, int]:
-    """Question name -> rank, from the order of the grader.check cells of a notebook."""
+def _question_order(submission: Path) -> dict[str, int]:
+    """Question name -> rank, from the order of the grader.check cells of a submitted
+    notebook (or of the notebook inside a submitted zip)."""
     try:
-        text = Path(notebook).read_text()
-    except (OSError, UnicodeDecodeError):
+        if zipfile.is_zipfile(submission):
+            with zipfile.ZipFile(submission) as archive:
+                text = "\n".join(archive.read(name).decode("utf-8", "replace")
+                                 for name in archive.namelist() if name.endswith(".ipynb"))
+        else:
+            text = Path(submission).read_text()
+    except (OSError, UnicodeDecodeError, zipfile.BadZipFile):
         return {}
     names = re.findall(r'grader\.check\(\\?"([^"\\]+)\\?"\)', text)
     names = [name for name in dict.fromkeys(names) if not name.startswith("<")]
     return {name: rank for rank, name in enumerate(names)}
+
+
+def grade_all(autograder: Path, submissions: list[Path], timeout: float | None = None,
+              jobs: int = 1) -> dict[Path, dict[str, dict] | GradingError]:
+    """Grade many submissions, ``jobs`` at a time; one that cannot be graded gives its
+    GradingError in place of scores and does not stop the others."""
+
+    def one(submission):
+        try:
+            return grade(autograder, submission, timeout)
+        except GradingError as error:
+            return error
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return dict(zip(submissions, pool.map(one, submissions)))
 
 
 def failure_messages(output: str) -> list[str]:
@@ -459,6 +505,9 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("autograder", type=Path)
     gr.add_argument("submissions", nargs="+", type=Path)
     gr.add_argument("--csv", type=Path, default=None)
+    gr.add_argument("--timeout", type=float, default=600,
+                    help="seconds one submission may run (default 600)")
+    gr.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
     qs = sub.add_parser("questions", help="list the questions of every lesson")
     qs.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
@@ -471,9 +520,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path.stem}: {len(lesson.questions)} questions ({auto:g} autograded points) -> "
                   f"{target.relative_to(Path.cwd()) if target.is_relative_to(Path.cwd()) else target}")
     elif args.command == "grade":
-        rows = []
-        for submission in args.submissions:
-            scores = grade(args.autograder, submission)
+        results = grade_all(args.autograder, args.submissions, args.timeout, args.jobs)
+        rows, failed = [], 0
+        for submission, scores in results.items():
+            if isinstance(scores, GradingError):
+                failed += 1
+                print(f"{submission}: could not grade: {scores}")
+                rows.append({"submission": str(submission), "error": str(scores)})
+                continue
             total = sum(s["score"] for s in scores.values())
             possible = sum(s["possible"] for s in scores.values())
             print(f"{submission}: {total:g} / {possible:g}")
@@ -484,10 +538,15 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"submission": str(submission), **{n: s["score"] for n, s in scores.items()},
                          "total": total})
         if args.csv:
+            fields = list(dict.fromkeys(key for row in rows for key in row if key not in ("total", "error")))
+            fields += ["total"] + (["error"] if failed else [])
             with open(args.csv, "w", newline="") as handle:
-                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+                writer = csv.DictWriter(handle, fieldnames=fields)
                 writer.writeheader()
                 writer.writerows(rows)
+        if failed:
+            print(f"{failed} of {len(rows)} submissions could not be graded", file=sys.stderr)
+            return 1
     else:
         if args.markdown:
             print(questions_table())
