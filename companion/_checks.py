@@ -19,6 +19,24 @@ def positive_int(name: str, value) -> int:
     return int(value)
 
 
+def positive_ints(name: str, values, distinct: bool = False) -> list[int]:
+    """Return ``values`` as a non-empty list of ints >= 1 (all different if ``distinct``),
+    or raise naming the parameter."""
+    try:
+        items = list(values)
+    except TypeError as err:
+        raise ValueError(f"{name} must be a non-empty list of integers >= 1, got {values!r}") from err
+    if not items:
+        raise ValueError(f"{name} must be a non-empty list of integers >= 1, got an empty one")
+    for value in items:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must hold integers >= 1 only, got {value!r} in {items!r}")
+    out = [int(value) for value in items]
+    if distinct and len(set(out)) != len(out):
+        raise ValueError(f"{name} must not repeat, got {items!r}")
+    return out
+
+
 def even_positive_int(name: str, value) -> int:
     """Return ``value`` as an int, or raise if it is not an even integer >= 2."""
     value = positive_int(name, value)

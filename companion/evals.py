@@ -205,10 +205,4 @@ def _windows(windows) -> torch.Tensor:
 def _lengths(lengths) -> list[int]:
     if isinstance(lengths, int | np.integer) and not isinstance(lengths, bool):
         lengths = [lengths]
-    try:
-        values = list(lengths)
-    except TypeError as err:
-        raise ValueError(f"lengths must be a list of integers >= 1, got {lengths!r}") from err
-    if not values:
-        raise ValueError("lengths must be a non-empty list of integers >= 1")
-    return [_checks.positive_int("lengths", n) for n in values]
+    return _checks.positive_ints("lengths", lengths)

@@ -15,7 +15,6 @@ import re
 import shutil
 import sys
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -91,9 +90,11 @@ class Graded(dict):
             path.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, path)
             jobs[(lesson, f"wrong-{index}")] = path
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = {k: pool.submit(assignments.grade, autograder, path) for k, path in jobs.items()}
-            self.update({k: future.result() for k, future in futures.items()})
+        results = assignments.grade_all(autograder, list(jobs.values()), jobs=2)
+        for k, path in jobs.items():
+            if isinstance(results[path], assignments.GradingError):
+                raise results[path]
+            self[k] = results[path]
         return self[key]
 
 

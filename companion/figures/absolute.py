@@ -55,7 +55,7 @@ def position_term_data(d: int = 64, base: float = 10000.0, m_max: int = 200,
     d = _checks.even_positive_int("d", d)
     base = _checks.positive_float("base", base)
     m_max = _checks.positive_int("m_max", m_max)
-    distances = _distances(distances)
+    distances = tuple(_checks.positive_ints("distances", distances, distinct=True))
     sigma = _checks.at_least("sigma", sigma, 0.0)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
@@ -84,23 +84,6 @@ def position_term_data(d: int = 64, base: float = 10000.0, m_max: int = 200,
         "mixed_argmax": mixed.argmax(axis=1).tolist(),
         "y_range": [math.floor(low * 4) / 4, math.ceil(high * 4) / 4],
     }
-
-
-def _distances(distances) -> tuple:
-    try:
-        values = tuple(distances)
-    except TypeError as err:
-        raise ValueError(f"distances must be a sequence of integers >= 1, got {distances!r}") from err
-    if not values:
-        raise ValueError("distances must list at least one distance")
-    out = []
-    for k in values:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-            raise ValueError(f"distances must be integers >= 1, got {k!r}")
-        out.append(int(k))
-    if len(set(out)) != len(out):
-        raise ValueError(f"distances must not repeat, got {values!r}")
-    return tuple(out)
 
 
 class PositionTerm(Figure):
