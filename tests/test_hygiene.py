@@ -30,7 +30,7 @@ def test_notebooks_are_committed_clean():
         nbformat.validate(nb)
         assert set(nb.metadata) <= {"kernelspec", "language_info"}, path.name
         for cell in nb.cells:
-            assert set(cell.metadata) <= {"tags"}, (path.name, cell.metadata)
+            assert set(cell.metadata) <= {"tags", "mystnb"}, (path.name, cell.metadata)
             if cell.cell_type == "code":
                 assert cell.outputs == [] and cell.execution_count is None, path.name
 

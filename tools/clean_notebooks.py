@@ -1,7 +1,7 @@
 """Strip outputs and machine-specific metadata from the lesson notebooks.
 
 Notebooks are committed clean: no outputs, no execution counts, cell metadata limited
-to tags, and notebook metadata limited to a standard Python 3 kernelspec. Run
+to tags and myst-nb's figure options (``mystnb``: caption, name, alt text), and notebook metadata limited to a standard Python 3 kernelspec. Run
 
     python tools/clean_notebooks.py            # rewrite lessons/*.ipynb and book/*.ipynb in place
     python tools/clean_notebooks.py --check    # exit 1 and list files that are not clean
@@ -17,6 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+# Cell metadata that belongs to the book: tags, and myst-nb's per-cell options for a
+# plot (``{"mystnb": {"figure": {"caption": ..., "name": ...}, "image": {"alt": ...}}}``).
+KEPT_CELL_METADATA = ("tags", "mystnb")
 NOTEBOOK_METADATA = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}}
 
 
@@ -32,11 +35,12 @@ def clean(nb: dict) -> dict:
         source = cell["source"]
         if isinstance(source, list):
             source = "".join(source)
-        tags = cell.get("metadata", {}).get("tags", [])
+        metadata = {key: value for key, value in cell.get("metadata", {}).items()
+                    if key in KEPT_CELL_METADATA and value}
         new = {
             "cell_type": cell["cell_type"],
             "id": cell.get("id") or f"cell-{index}",
-            "metadata": {"tags": tags} if tags else {},
+            "metadata": metadata,
             "source": source,
         }
         if cell["cell_type"] == "code":
