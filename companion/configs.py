@@ -76,6 +76,9 @@ __all__ = [
     "DynamicNTKState",
     "rotate",
     "config_extension",
+    "PublishedConfig",
+    "PUBLISHED",
+    "published",
 ]
 
 #: The rope types the library (Transformers 5) computes, plus ``default``.
@@ -559,3 +562,158 @@ def _frequencies(settings: RopeSettings, n: int) -> ConfigFrequencies:
                              head_dim=settings.head_dim, rotary_dim=d, seq_len=n,
                              proportional=kind == "proportional")
 
+
+
+# ---------------------------------------------------------------------------
+# Published configurations (data; the sources are text, nothing is fetched)
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PublishedConfig:
+    """One model's RoPE settings as published, with where each value comes from.
+
+    ``config`` holds the keys of the model's ``config.json`` that position
+    encoding depends on, spelled as published (version 4 or 5); ``context`` is the
+    advertised context length and ``trained_length`` the length the position
+    scheme was trained on (the reference of figure 4's ratios); ``layer_type`` picks
+    one entry of a nested dictionary; ``sources`` lists addresses, as text.
+    """
+
+    name: str
+    config: dict
+    context: int
+    trained_length: int
+    sources: tuple
+    note: str = ""
+    layer_type: str | None = None
+
+
+_PHI35_MINI_LONG = (
+    1.0800000429153442, 1.1100000143051147, 1.1399999856948853, 1.340000033378601, 1.5899999141693115,
+    1.600000023841858, 1.6200000047683716, 2.620000123977661, 3.2300000190734863, 3.2300000190734863,
+    4.789999961853027, 7.400000095367432, 7.700000286102295, 9.09000015258789, 12.199999809265137,
+    17.670000076293945, 24.46000099182129, 28.57000160217285, 30.420001983642578, 30.840002059936523,
+    32.590003967285156, 32.93000411987305, 42.320003509521484, 44.96000289916992, 50.340003967285156,
+    50.45000457763672, 57.55000305175781, 57.93000411987305, 58.21000289916992, 60.1400032043457,
+    62.61000442504883, 62.62000274658203, 62.71000289916992, 63.1400032043457, 63.1400032043457,
+    63.77000427246094, 63.93000411987305, 63.96000289916992, 63.970001220703125, 64.02999877929688,
+    64.06999969482422, 64.08000183105469, 64.12000274658203, 64.41000366210938, 64.4800033569336,
+    64.51000213623047, 64.52999877929688, 64.83999633789062)
+_PHI35_MINI_SHORT = (
+    1.0, 1.0199999809265137, 1.0299999713897705, 1.0299999713897705, 1.0499999523162842,
+    1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0699999332427979,
+    1.0999999046325684, 1.1099998950958252, 1.1599998474121094, 1.1599998474121094, 1.1699998378753662,
+    1.2899998426437378, 1.339999794960022, 1.679999828338623, 1.7899998426437378, 1.8199998140335083,
+    1.8499997854232788, 1.8799997568130493, 1.9099997282028198, 1.9399996995925903, 1.9899996519088745,
+    2.0199997425079346, 2.0199997425079346, 2.0199997425079346, 2.0199997425079346, 2.0199997425079346,
+    2.0199997425079346, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914,
+    2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914,
+    2.0799996852874756, 2.0899996757507324, 2.189999580383301, 2.2199995517730713, 2.5899994373321533,
+    2.729999542236328, 2.749999523162842, 2.8399994373321533)
+
+_HF = "https://huggingface.co/{}/blob/main/config.json"
+
+#: Real configurations, in the order of the chapter's table.
+PUBLISHED = (
+    PublishedConfig(
+        "Llama 2 7B", {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
+                       "rope_theta": 10000.0},
+        context=4096, trained_length=4096,
+        sources=(_HF.format("meta-llama/Llama-2-7b-hf"), "arXiv:2307.09288 (Touvron et al. 2023), table 1",
+                 "https://github.com/meta-llama/llama/blob/main/llama/model.py (theta = 10000.0)"),
+        note="the published config.json has no rope_theta; the reference code's and the library's default is 10000"),
+    PublishedConfig(
+        "Code Llama 7B", {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 16384,
+                          "rope_theta": 1000000, "rope_scaling": None},
+        context=100_000, trained_length=16384,
+        sources=(_HF.format("codellama/CodeLlama-7b-hf"), "arXiv:2308.12950 (Roziere et al. 2023), section 2.4"),
+        note="fine-tuned on 16,384 tokens with base 10^6; the paper reports stable generation up to 100,000"),
+    PublishedConfig(
+        "Llama 3 8B", {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 8192,
+                       "rope_theta": 500000.0},
+        context=8192, trained_length=8192,
+        sources=(_HF.format("meta-llama/Meta-Llama-3-8B"), "arXiv:2407.21783 (Dubey et al. 2024), table 3")),
+    PublishedConfig(
+        "Llama 3.1 8B", {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+                         "rope_theta": 500000.0,
+                         "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                          "original_max_position_embeddings": 8192, "rope_type": "llama3"}},
+        context=131072, trained_length=8192,
+        sources=(_HF.format("meta-llama/Llama-3.1-8B"), "arXiv:2407.21783 (Dubey et al. 2024), section 3.4.2",
+                 "https://github.com/meta-llama/llama-models (apply_scaling)"),
+        note="continued pre-training on long inputs followed; the ratios are against the 8,192 of the file"),
+    PublishedConfig(
+        "Llama 4 Scout", {"head_dim": 128, "max_position_embeddings": 10485760, "rope_theta": 500000.0,
+                          "rope_scaling": {"factor": 16.0, "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+                                           "original_max_position_embeddings": 8192, "rope_type": "llama3"}},
+        context=10485760, trained_length=8192,
+        sources=(_HF.format("meta-llama/Llama-4-Scout-17B-16E-Instruct") + " (text_config)",
+                 "https://ai.meta.com/blog/llama-4-multimodal-intelligence/"),
+        note="every fourth layer has no RoPE (no_rope_layers); the RoPE layers attend in chunks of 8,192"),
+    PublishedConfig(
+        "Mistral 7B v0.1", {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 32768,
+                            "rope_theta": 10000.0, "sliding_window": 4096},
+        context=8192, trained_length=8192,
+        sources=(_HF.format("mistralai/Mistral-7B-v0.1"), "arXiv:2310.06825 (Jiang et al. 2023), table 1"),
+        note="sliding window 4,096: a query sees at most 4,096 keys per layer"),
+    PublishedConfig(
+        "Qwen2.5 7B Instruct + YaRN", {"hidden_size": 3584, "num_attention_heads": 28,
+                                       "max_position_embeddings": 32768, "rope_theta": 1000000.0,
+                                       "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768,
+                                                        "type": "yarn"}},
+        context=131072, trained_length=32768,
+        sources=(_HF.format("Qwen/Qwen2.5-7B-Instruct"),
+                 "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct (model card, Processing Long Texts)",
+                 "arXiv:2412.15115 (Qwen Team 2024), section 4"),
+        note="the rope_scaling block is the one the model card says to add for inputs beyond 32,768"),
+    PublishedConfig(
+        "Phi-3.5-mini", {"hidden_size": 3072, "num_attention_heads": 32, "max_position_embeddings": 131072,
+                         "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
+                         "rope_scaling": {"long_factor": list(_PHI35_MINI_LONG),
+                                          "short_factor": list(_PHI35_MINI_SHORT), "type": "longrope"}},
+        context=131072, trained_length=4096,
+        sources=(_HF.format("microsoft/Phi-3.5-mini-instruct"), "arXiv:2404.14219 (Abdin et al. 2024)")),
+    PublishedConfig(
+        "DeepSeek-V3", {"qk_rope_head_dim": 64, "max_position_embeddings": 163840, "rope_theta": 10000,
+                        "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
+                                         "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
+                                         "type": "yarn"}},
+        context=131072, trained_length=4096,
+        sources=(_HF.format("deepseek-ai/DeepSeek-V3"), "arXiv:2412.19437 (DeepSeek-AI 2024), section 4.3"),
+        note="only the 64 decoupled components of each 192-wide query and key are rotated (MLA)"),
+    PublishedConfig(
+        "gpt-oss-20b", {"head_dim": 64, "max_position_embeddings": 131072, "rope_theta": 150000,
+                        "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                                         "original_max_position_embeddings": 4096, "rope_type": "yarn",
+                                         "truncate": False}},
+        context=131072, trained_length=4096,
+        sources=(_HF.format("openai/gpt-oss-20b"), "arXiv:2508.10925 (OpenAI 2025), section 2.1")),
+    PublishedConfig(
+        "Gemma 3 27B, global layers", {"head_dim": 128, "max_position_embeddings": 131072, "rope_theta": 1000000,
+                                       "rope_local_base_freq": 10000, "sliding_window": 1024,
+                                       "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
+        context=131072, trained_length=32768, layer_type="full_attention",
+        sources=(_HF.format("google/gemma-3-27b-it") + " (text_config)",
+                 "arXiv:2503.19786 (Gemma Team 2025), section 2"),
+        note="pre-trained on 32K sequences, then positions interpolated by 8 for 128K"),
+    PublishedConfig(
+        "Gemma 3 27B, local layers", {"head_dim": 128, "max_position_embeddings": 131072, "rope_theta": 1000000,
+                                      "rope_local_base_freq": 10000, "sliding_window": 1024,
+                                      "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
+        context=1024, trained_length=1024, layer_type="sliding_attention",
+        sources=(_HF.format("google/gemma-3-27b-it") + " (text_config)",
+                 "arXiv:2503.19786 (Gemma Team 2025), section 2"),
+        note="five of every six layers attend to a window of 1,024 tokens: no distance is ever longer"),
+    PublishedConfig(
+        "GPT-NeoX-20B", {"hidden_size": 6144, "num_attention_heads": 64, "max_position_embeddings": 2048,
+                         "rotary_emb_base": 10000, "rotary_pct": 0.25},
+        context=2048, trained_length=2048,
+        sources=(_HF.format("EleutherAI/gpt-neox-20b"), "arXiv:2204.06745 (Black et al. 2022), section 2.1"),
+        note="Pythia uses the same rotary_pct 0.25 (arXiv:2304.01373)"),
+)
+
+
+def published(name: str) -> PublishedConfig:
+    """The entry of :data:`PUBLISHED` called ``name``."""
+    names = tuple(p.name for p in PUBLISHED)
+    return PUBLISHED[names.index(_checks.one_of("name", name, names))]
