@@ -50,6 +50,10 @@ Unknown keys are never ignored silently: :class:`RopeSettings` lists them in
 naming the key. Where the library fills a value in (``original_max_position_embeddings``
 from ``max_position_embeddings``, the YaRN factor from the ratio of the lengths), the
 filled keys are listed in ``filled_in``.
+
+:data:`PUBLISHED` holds the position settings of thirteen published models
+(Llama 2 to gpt-oss) with the sources of their values, as text; chapter 10 runs each
+through :func:`config_extension`.
 """
 from __future__ import annotations
 

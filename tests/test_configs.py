@@ -218,3 +218,18 @@ def test_tables_and_scores_in_low_precision():
         precision.angles_in([1], theta, "int8")
     with pytest.raises(ValueError, match="query_positions must be"):
         precision.score_error(q, k, [1], 5, theta)
+
+
+def test_every_published_configuration_reads_cleanly():
+    for entry in configs.PUBLISHED:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", configs.UnknownKeysWarning)
+            s = configs.read_config(entry.config, entry.layer_type)
+        assert entry.sources and all(isinstance(src, str) for src in entry.sources), entry.name
+        assert entry.context >= entry.trained_length, entry.name
+        configs.config_extension(s, entry.context, entry.trained_length)
+    phi = configs.published("Phi-3.5-mini").config["rope_scaling"]
+    assert len(phi["long_factor"]) == len(phi["short_factor"]) == 48
+    assert configs.read_config(configs.published("DeepSeek-V3").config).rotary_dim == 64
+    with pytest.raises(ValueError, match="name must be one of"):
+        configs.published("GPT-5")
