@@ -12,7 +12,11 @@ Times, as the median of several repeats after warm-up:
 * the same rotation done the obvious way: the explicit block-diagonal rotation
   matrices of ``companion.rope.rotation_matrices`` applied with ``einsum``;
 * ALiBi and T5 bias construction for length 4096 and 8 heads, when
-  ``companion.alibi`` / ``companion.relative`` are present.
+  ``companion.alibi`` / ``companion.relative`` are present;
+* Hugging Face Transformers' ``apply_rotary_pos_emb`` (Llama) on the same q and k,
+  with the cos/sin tables of its ``LlamaRotaryEmbedding`` computed once outside the
+  timing, and the rotary module's forward (the tables) plus the rotation, when
+  ``transformers`` is installed; the ratios to companion's layers are printed.
 """
 from __future__ import annotations
 
@@ -75,6 +79,29 @@ def bias_builders(device):
     return out
 
 
+def library_rotation(q, k, device):
+    """``(label, callable)`` rows for Transformers' Llama rotary embedding, or a reason it is missing.
+
+    The rotary module is built from a ``LlamaConfig`` in code (no download) with the
+    same head dim and base 10000 as companion's layers. ``apply_rotary_pos_emb`` gets
+    the module's ``cos``/``sin`` of shape (1, length, head dim), computed once.
+    """
+    try:
+        from transformers import LlamaConfig
+        from transformers.models.llama import modeling_llama
+    except ImportError as err:
+        return [("transformers apply_rotary_pos_emb", f"not available ({err})")], None
+    config = LlamaConfig(hidden_size=HEADS * HEAD_DIM, num_attention_heads=HEADS, head_dim=HEAD_DIM,
+                         num_hidden_layers=1, max_position_embeddings=LENGTH, rope_theta=10000.0)
+    rotary = modeling_llama.LlamaRotaryEmbedding(config).to(device)
+    position_ids = torch.arange(LENGTH, device=device)[None]
+    cos, sin = rotary(q, position_ids)
+    apply = modeling_llama.apply_rotary_pos_emb
+    rows = [("transformers apply_rotary_pos_emb (tables given)", lambda: apply(q, k, cos, sin)),
+            ("transformers rotary tables + apply", lambda: apply(q, k, *rotary(q, position_ids)))]
+    return rows, apply(q, k, cos, sin)
+
+
 def _layer(layer, device):
     layer = layer.to(device)
     return lambda: layer(n_queries=LENGTH)
@@ -108,6 +135,14 @@ def main():
         ]
         fast, slow = adjacent(q, k), explicit()
         error = max((fast[0] - slow[0]).abs().max().item(), (fast[1] - slow[1]).abs().max().item())
+        library_rows, library_out = library_rotation(q, k, device)
+        for label, run in library_rows:
+            rows.append((label, run if isinstance(run, str) else timed(run, device)))
+        library_error = None
+        if library_out is not None:  # the library uses the split layout: compare with companion's split
+            ours = split(q, k)
+            library_error = max((ours[0] - library_out[0]).abs().max().item(),
+                                (ours[1] - library_out[1]).abs().max().item())
         for label, build in bias_builders(device):
             rows.append((label, build if isinstance(build, str) else timed(build, device, repeats=3, warmup=0)))
 
@@ -123,6 +158,17 @@ def main():
     print(f"\nrotary / copy      = {rotary_ms / copy_ms:.2f}  (aim: <= 3)")
     print(f"split rotary / copy = {rows[2][1] / copy_ms:.2f}")
     print(f"explicit / rotary  = {explicit_ms / rotary_ms:.1f}")
+    library = dict(rows)
+    apply_ms = library.get("transformers apply_rotary_pos_emb (tables given)")
+    if isinstance(apply_ms, float):
+        full_ms = library["transformers rotary tables + apply"]
+        print(f"\ntransformers apply / copy             = {apply_ms / copy_ms:.2f}")
+        print(f"companion adjacent / transformers apply = {rotary_ms / apply_ms:.2f}")
+        print(f"companion split / transformers apply    = {rows[2][1] / apply_ms:.2f}")
+        print(f"companion adjacent, positions given / transformers tables + apply = "
+              f"{rows[3][1] / full_ms:.2f}")
+        print(f"max |companion split - transformers| = {library_error:.2e} "
+              f"(float32 angles in the library, float64 in companion)")
 
 
 if __name__ == "__main__":

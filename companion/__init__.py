@@ -20,11 +20,11 @@ synthetic retrieval tasks), :mod:`companion.train`, :mod:`companion.evals` (work
 any callable from tokens to logits) and :mod:`companion.lab` (the three experiments;
 ``python -m companion.lab --config full --out lessons/lab_results``).
 """
-from . import absolute, alibi, attention, checks, data, exercises, evals, models, nope, relative, rope, scaling, symbolic, train
+from . import absolute, alibi, attention, checks, configs, data, exercises, evals, models, nope, precision, relative, rope, scaling, symbolic, train
 
 __version__ = "0.1.0"
 
 __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic", "checks", "exercises",
-    "models", "data", "train", "evals",
+    "models", "data", "train", "evals", "configs", "precision",
 ]

@@ -1,0 +1,235 @@
+"""companion.configs (reading config.json) and companion.precision (RoPE in low precision)."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from companion import configs, precision, rope, scaling
+
+LLAMA31 = {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+           "rope_theta": 500000.0,
+           "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                            "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+
+
+def test_plain_rope_from_the_top_level_keys():
+    s = configs.read_config({"hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 10000.0,
+                             "max_position_embeddings": 4096})
+    assert (s.rope_type, s.head_dim, s.rotary_dim, s.source) == ("default", 128, 128, "top level")
+    f = configs.frequencies_at(s, 4096)
+    assert np.array_equal(f.inv_freq, rope.inv_freq(128, 10000.0)) and f.attention_factor == 1.0
+
+
+def test_llama31_is_companion_llama3():
+    f = configs.frequencies_at(LLAMA31, 131072)
+    assert np.array_equal(f.inv_freq, scaling.llama3(128).inv_freq)
+    assert configs.read_config(LLAMA31).original_length == 8192
+
+
+def test_yarn_defaults_and_attention_factors():
+    base = {"head_dim": 64, "rope_theta": 10000.0, "max_position_embeddings": 163840}
+    ds = dict(base, rope_scaling={"type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                  "beta_fast": 32, "beta_slow": 1, "original_max_position_embeddings": 4096})
+    f = configs.frequencies_at(ds, 1000)
+    assert f.attention_factor == 1.0                      # mscale / mscale_all_dim = 1
+    assert np.array_equal(f.inv_freq, scaling.yarn_code(64, 40.0, 4096, 10000.0).inv_freq)
+    plain = dict(base, rope_scaling={"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096})
+    assert configs.frequencies_at(plain, 1000).attention_factor == pytest.approx(0.1 * math.log(40) + 1)
+    zero_betas = dict(base, rope_scaling={"type": "yarn", "factor": 40, "beta_fast": 0,
+                                          "original_max_position_embeddings": 4096})
+    assert configs.read_config(zero_betas).parameters["beta_fast"] == 32.0   # `or 32` in the library
+    null = dict(base, rope_parameters={"rope_type": "yarn", "factor": None, "original_max_position_embeddings": 4096})
+    s = configs.read_config(null)
+    assert s.parameters["factor"] == 40.0 and any("factor" in k for k in s.filled_in)
+
+
+def test_truncate_changes_the_ramp():
+    base = {"head_dim": 64, "rope_theta": 150000.0, "max_position_embeddings": 131072}
+    yarn = {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096}
+    on = configs.frequencies_at(dict(base, rope_parameters=yarn), 10)
+    off = configs.frequencies_at(dict(base, rope_parameters=dict(yarn, truncate=False)), 10)
+    assert not np.allclose(on.inv_freq, off.inv_freq)
+    assert np.array_equal(off.inv_freq, scaling.yarn_code(64, 32.0, 4096, 150000.0, truncate=False).inv_freq)
+
+
+def test_longrope_switches_strictly_above_the_original_length():
+    short, long = [1.0] * 48, [4.0] * 48
+    phi = {"hidden_size": 3072, "num_attention_heads": 32, "rope_theta": 10000.0,
+           "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+           "rope_scaling": {"type": "longrope", "short_factor": short, "long_factor": long}}
+    at, past = configs.frequencies_at(phi, 4096), configs.frequencies_at(phi, 4097)
+    theta = rope.inv_freq(96, 10000.0)
+    assert np.array_equal(at.inv_freq, theta) and np.allclose(past.inv_freq, theta / 4)
+    expected = math.sqrt(1 + math.log(32) / math.log(4096))
+    assert at.attention_factor == past.attention_factor == pytest.approx(expected)
+
+
+def test_llama4_equal_band_factors_leave_two_bands():
+    scout = {"head_dim": 128, "rope_theta": 500000.0, "max_position_embeddings": 10485760,
+             "rope_parameters": {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 1.0, "original_max_position_embeddings": 8192}}
+    f = configs.frequencies_at(scout, 100)
+    theta = rope.inv_freq(128, 500000.0)
+    slow = 2 * np.pi / theta > 8192
+    assert np.array_equal(f.inv_freq[~slow], theta[~slow]) and np.allclose(f.inv_freq[slow], theta[slow] / 16)
+
+
+def test_partial_rotary_and_proportional_exponents():
+    neox = {"hidden_size": 6144, "num_attention_heads": 64, "rotary_pct": 0.25, "rotary_emb_base": 10000,
+            "max_position_embeddings": 2048}
+    s = configs.read_config(neox)
+    assert (s.head_dim, s.rotary_dim, s.partial_rotary_factor) == (96, 24, 0.25)
+    assert np.array_equal(configs.frequencies_at(s, 10).inv_freq, rope.inv_freq(24, 10000.0))
+    prop = {"head_dim": 256, "max_position_embeddings": 4096,
+            "rope_parameters": {"rope_type": "proportional", "rope_theta": 1e6, "partial_rotary_factor": 0.25}}
+    f = configs.frequencies_at(prop, 10)
+    assert f.inv_freq.shape == (128,) and f.proportional and np.count_nonzero(f.inv_freq) == 32
+    assert np.allclose(f.inv_freq[:32], rope.inv_freq(256, 1e6)[:32], rtol=1e-15)
+    # the exponent identity: over the head with base b equals over the rotated 64 with base b^(64/256)
+    assert np.allclose(f.inv_freq[:32], rope.inv_freq(64, 1e6 ** 0.25), rtol=1e-13)
+
+
+def test_rotate_leaves_the_unrotated_components_and_scales_the_rotated_ones():
+    cfg = {"head_dim": 8, "rope_theta": 100.0, "max_position_embeddings": 64, "partial_rotary_factor": 0.5,
+           "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "attention_factor": 2.0,
+                               "original_max_position_embeddings": 16}}
+    f = configs.frequencies_at(cfg, 10)
+    x = np.random.default_rng(0).normal(size=(5, 8))
+    out = configs.rotate(x, np.arange(5), f, "split")
+    assert np.array_equal(out[:, 4:], x[:, 4:])
+    assert np.allclose(out[:, :4], 2.0 * rope.rotate(x[:, :4], np.arange(5), f.inv_freq, "split"))
+    with pytest.raises(ValueError, match="head_dim = 8"):
+        configs.rotate(x[:, :6], np.arange(5), f)
+
+
+def test_version_4_and_5_spellings_agree():
+    v5 = {"head_dim": 64, "max_position_embeddings": 8192,
+          "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}}
+    v4 = {"head_dim": 64, "max_position_embeddings": 8192, "rope_theta": 1e4,
+          "rope_scaling": {"type": "linear", "factor": 2.0}}
+    a, b = configs.read_config(v5), configs.read_config(v4)
+    assert a.source == "rope_parameters" and b.source == "rope_scaling"
+    assert np.array_equal(configs.frequencies_at(a, 9).inv_freq, configs.frequencies_at(b, 9).inv_freq)
+    both = dict(v5, rope_scaling={"type": "linear", "factor": 4.0})
+    with pytest.raises(ValueError, match="rope_scaling and rope_parameters disagree"):
+        configs.read_config(both)
+
+
+def test_gemma3_local_and_global_layers():
+    gemma = {"head_dim": 128, "max_position_embeddings": 131072, "rope_theta": 1e6,
+             "rope_local_base_freq": 10000.0, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}
+    local = configs.read_config(gemma, layer_type="sliding_attention")
+    glob = configs.read_config(gemma, layer_type="full_attention")
+    assert (local.rope_type, local.base) == ("default", 10000.0)
+    assert (glob.rope_type, glob.base, glob.parameters["factor"]) == ("linear", 1e6, 8.0)
+    with pytest.raises(ValueError, match="pass layer_type"):
+        configs.read_config(gemma)
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"rope_scaling": {"rope_type": "yarn"}}, "needs the key 'factor'"),
+    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0}}, "'high_freq_factor'"),
+    ({"rope_scaling": {"rope_type": "ntk", "factor": 2.0}}, "rope_type must be one of"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": 0.5}}, "factor must be"),
+    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0}},
+     "high_freq_factor must be >= low_freq_factor"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 1.0, "beta_slow": 2.0}},
+     "beta_fast must be greater than beta_slow"),
+    ({"rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 32}},
+     "short_factor must have rotary_dim/2 = 32 entries"),
+    ({"rope_scaling": {"rope_type": "yarn", "type": "linear", "factor": 2.0}}, "rope_type and type disagree"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 2.0, "truncate": "no"}}, "truncate must be"),
+    ({"partial_rotary_factor": 1.5}, "partial_rotary_factor must be a fraction"),
+    ({"partial_rotary_factor": 0.01}, "even rotated size"),
+    ({"rope_theta": None}, "rope_theta is missing"),
+    ({"rope_scaling": [1, 2]}, "rope_scaling must be a dictionary"),
+])
+def test_bad_configurations_name_the_key(change, message):
+    config = {"head_dim": 64, "rope_theta": 10000.0, "max_position_embeddings": 4096, **change}
+    with pytest.raises(ValueError, match=message):
+        configs.read_config(config)
+
+
+def test_missing_head_size_and_bad_types():
+    with pytest.raises(ValueError, match="head_dim is missing"):
+        configs.read_config({"rope_theta": 1e4})
+    with pytest.raises(TypeError, match="config must be a mapping"):
+        configs.read_config([("rope_theta", 1e4)])
+    with pytest.raises(ValueError, match="seq_len must be an integer"):
+        configs.frequencies_at({"head_dim": 8, "rope_theta": 1e4}, 0)
+
+
+def test_unknown_keys_are_reported_not_ignored():
+    config = {"head_dim": 64, "rope_theta": 1e4, "max_position_embeddings": 4096,
+              "rope_scaling": {"rope_type": "linear", "factor": 2.0, "low_freq_factor": 1.0, "finetuned": True}}
+    with pytest.warns(configs.UnknownKeysWarning, match="finetuned, low_freq_factor"):
+        s = configs.read_config(config)
+    assert s.unknown_keys == ("finetuned", "low_freq_factor")
+
+
+def test_dynamic_state_keeps_and_resets():
+    cfg = {"head_dim": 64, "rope_theta": 1e4, "max_position_embeddings": 4096,
+           "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+    state = configs.DynamicNTKState(cfg)
+    grown = state.update(8192).inv_freq
+    assert np.array_equal(grown, scaling.dynamic_ntk(64, L=4096, current_length=8192, hf_factor=2.0).inv_freq)
+    assert np.array_equal(state.update(4096).inv_freq, grown)            # exactly L: kept
+    assert np.array_equal(state.update(4095).inv_freq, rope.inv_freq(64))  # below L: reset
+    with pytest.raises(ValueError, match="needs rope_type 'dynamic'"):
+        configs.DynamicNTKState(LLAMA31)
+
+
+def test_config_extension_counts_out_of_range_pairs():
+    # factor 8 against a 16-fold extension (131072 / 8192): every slow pair reaches twice its angle
+    ext = configs.config_extension(LLAMA31, 131072)
+    assert ext.method == "llama3" and ext.n_slow == 29 and ext.n_out == 29 and ext.worst_ratio == pytest.approx(2.0)
+    assert configs.config_extension(LLAMA31, 65536).n_out == 0
+    llama2 = {"hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 1e4, "max_position_embeddings": 4096}
+    assert configs.config_extension(llama2, 32768).n_out == 18
+    with pytest.raises(ValueError, match="context must be at least"):
+        configs.config_extension(llama2, 100)
+
+
+def test_float32_angle_error_grows_with_the_position():
+    theta = rope.inv_freq(128, 500000.0)
+    m = np.array([1024, 8192, 131071])
+    worst = precision.angle_error(m, theta, "float32").max(axis=-1)
+    assert worst[0] < worst[1] < worst[2] < 1e-2
+    bound = m * theta[0] * 2.0 ** -24 + m * theta[0] * 2.0 ** -24  # product rounding + frequency rounding
+    assert np.all(worst <= bound * 1.01)
+    assert np.isinf(precision.angle_error([70000], theta, "float16")).any()
+    assert precision.angle_error([100_001], theta, "bfloat16").max() > 1.0   # the position itself rounds
+    assert precision.angle_error(m, theta, "float64").max() < 1e-9
+
+
+def test_tables_and_scores_in_low_precision():
+    theta = rope.inv_freq(64)
+    m = np.arange(0, 2000, 100)
+    err = precision.table_error(m, theta, "float32", "bfloat16")
+    assert err.max() <= 2.0 ** -8 and err.max() > 2.0 ** -12
+    rng = np.random.default_rng(1)
+    q, k = rng.normal(size=64), rng.normal(size=64)
+    assert np.abs(precision.score_error(q, k, m + 5, 5, theta, "float64", "float64")).max() < 1e-10
+    assert np.abs(precision.score_error(q, k, m + 5, 5, theta, "float32", "bfloat16")).max() > 1e-3
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        precision.angles_in([1], theta, "int8")
+    with pytest.raises(ValueError, match="query_positions must be"):
+        precision.score_error(q, k, [1], 5, theta)
+
+
+def test_every_published_configuration_reads_cleanly():
+    for entry in configs.PUBLISHED:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", configs.UnknownKeysWarning)
+            s = configs.read_config(entry.config, entry.layer_type)
+        assert entry.sources and all(isinstance(src, str) for src in entry.sources), entry.name
+        assert entry.context >= entry.trained_length, entry.name
+        configs.config_extension(s, entry.context, entry.trained_length)
+    phi = configs.published("Phi-3.5-mini").config["rope_scaling"]
+    assert len(phi["long_factor"]) == len(phi["short_factor"]) == 48
+    assert configs.read_config(configs.published("DeepSeek-V3").config).rotary_dim == 64
+    with pytest.raises(ValueError, match="name must be one of"):
+        configs.published("GPT-5")
