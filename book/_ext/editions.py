@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import os
 import re
 import shutil
 from pathlib import Path
@@ -95,7 +96,7 @@ def _print_fallbacks(app: Sphinx, doctree: nodes.document) -> None:
         path = folder / f"{hashlib.sha256(png).hexdigest()[:16]}.png"
         if not path.exists():
             path.write_bytes(png)
-        uri = "/" + path.relative_to(Path(app.srcdir)).as_posix()
+        uri = "/" + Path(os.path.relpath(path, app.srcdir)).as_posix()  # as myst-nb writes them
         image = nodes.image(uri=uri, alt=html.unescape(match.group(2)))
         alternative = nodes.container(nb_element="mime_type", mime_type="image/png")
         alternative += image  # the Markdown caption under the figure says what it shows
@@ -150,7 +151,7 @@ def _launch_edition(app: Sphinx, pagename: str, templatename: str, context: dict
             for button in group["buttons"]:
                 if button.get("text") in ("Binder", "Colab"):
                     button["url"] = button["url"].replace(f"{pagename}.ipynb", f"{EDITION}/{stem}.ipynb")
-        if group.get("label") == "download-buttons" and app.env.editions_pdf:
+        if group.get("label") == "download-buttons" and getattr(app.env, "editions_pdf", False):
             group["buttons"].append({
                 "type": "link",
                 "text": "Book (.pdf)",
@@ -162,14 +163,16 @@ def _launch_edition(app: Sphinx, pagename: str, templatename: str, context: dict
 
 
 def _note_pdf(app: Sphinx, env, added, changed, removed) -> list[str]:
-    """Rewrite every page when the PDF has appeared or gone since the last build."""
+    """Rewrite every page of the site when the PDF has appeared or gone since its last build."""
+    if app.builder.format != "html":
+        return []
     had = getattr(env, "editions_pdf", None)
-    env.editions_pdf = app.builder.format == "html" and _built_pdf(app).is_file()
-    return list(env.found_docs) if had is not None and had != env.editions_pdf else []
+    env.editions_pdf = _built_pdf(app).is_file()
+    return sorted(env.found_docs) if had is not None and had != env.editions_pdf else []
 
 
 def _copy_pdf(app: Sphinx, exception) -> None:
-    if exception is None and app.builder.format == "html" and app.env.editions_pdf:
+    if exception is None and app.builder.format == "html" and getattr(app.env, "editions_pdf", False):
         shutil.copy2(_built_pdf(app), Path(app.outdir) / PDF_NAME)
 
 
