@@ -1,7 +1,7 @@
 """The book as one PDF (make pdf): Jupyter Book's LaTeX builder with XeLaTeX.
 
-Built once per run from the executed notebooks of the site's build (its execution cache
-is copied, so nothing runs twice), in a folder of its own. Checks: every chapter's title
+Built once per run from the site's build (its execution cache and parsed pages are
+copied, so nothing runs or is read twice), in a folder of its own. Checks: every chapter's title
 is in the table of contents, numbered as in the book; no "??" (an unresolved reference)
 and no undefined reference or citation; every figure file LaTeX includes exists, and each
 chapter with an interactive figure prints its static fallback image; no character is
@@ -50,7 +50,8 @@ def built_pdf(built_site, tmp_path_factory):
             pytest.fail(message)
         pytest.skip(message)
     out = tmp_path_factory.mktemp("pdf")
-    shutil.copytree(ROOT / "_build" / ".jupyter_cache", out / "_build" / ".jupyter_cache")
+    for folder in (".jupyter_cache", ".doctrees"):  # the site's executed and parsed pages
+        shutil.copytree(ROOT / "_build" / folder, out / "_build" / folder)
     start = time.monotonic()
     result = subprocess.run(
         [str(JUPYTER_BOOK), "build", str(ROOT), "--builder", "pdflatex", "-W", "-n", "--keep-going",
@@ -107,7 +108,7 @@ def test_every_figure_is_printed(built_pdf):
     for lesson in LESSONS:
         if "from companion.figures import" not in lesson_text(lesson):
             continue
-        (chapter,) = [part for part in chapters if f"{{lessons/{lesson.stem}::doc}}" in part]
+        (chapter,) = [part for part in chapters if f"\\label{{\\detokenize{{lessons/{lesson.stem}::doc}}}}" in part]
         fallbacks = re.findall(r"\\sphinxincludegraphics(?:\[[^\]]*\])?\{\{([0-9a-f]{16})\}\.png\}", chapter)
         assert fallbacks, f"{lesson.name}: its interactive figure has no printed fallback image"
 

@@ -237,78 +237,99 @@ def page_titles() -> dict[str, str]:
     return titles
 
 
-def _markdown(source: str, references: dict[str, str], numbers: dict[str, str]) -> str:
-    return myst_to_markdown(source, references, numbers=numbers, documents=page_titles(), cite=citation)
+SOLUTION_END = re.compile(r"^```\{solution-end\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*```[ \t]*$", re.MULTILINE)
 
 
-def reader_notebook(lesson: Path, targets: dict[str, Target]):
-    """The reader's edition of one lesson (no outputs)."""
-    nb = nbformat.read(lesson, as_version=4)
-    references = {label: target.reference() for label, target in targets.items()}
-    numbers = {label: target.number for label, target in targets.items()}
-    short = {label: f"{target.kind} {target.number}" for label, target in targets.items()}
-    cells, cited = [], []
-    in_checks, solution, setup_done = False, None, False
+class Chapter:
+    """One lesson turned into its reader's edition, cell by cell (see :func:`reader_notebook`)."""
 
-    def new(cell_type: str, source: str, name: str, **metadata):
+    def __init__(self, lesson: Path, targets: dict[str, Target]):
+        self.lesson = lesson
+        self.references = {label: target.reference() for label, target in targets.items()}
+        self.numbers = {label: target.number for label, target in targets.items()}
+        self.short = {label: f"{target.kind} {target.number}" for label, target in targets.items()}
+        self.cells: list = []
+        self.cited: list[str] = []
+        self.solution: str | None = None  # the exercise whose gated solution we are in
+
+    def add(self, cell_type: str, source: str, name: str):
         make = nbformat.v4.new_markdown_cell if cell_type == "markdown" else nbformat.v4.new_code_cell
-        cell = make(source, metadata=metadata)
-        cell.id = f"{lesson.stem[:2]}-{name}"
+        cell = make(source)
+        cell.id = f"{self.lesson.stem[:2]}-{name}"
+        self.cells.append(cell)
         return cell
 
-    for cell in nb.cells:
-        marker = MARKER.match(cell.source.strip()) if cell.cell_type == "raw" else None
-        if marker:
-            in_checks = marker.group(2).lower() == "tests" and marker.group(1).lower() == "begin"
-            continue
-        if in_checks or cell.cell_type == "raw":
-            continue
-        if cell.cell_type == "code" and not setup_done:
-            setup_done = True
-            cells.append(new("code", setup_source(), "setup"))
-            continue
-        if cell.cell_type == "markdown":
-            cited += [key.strip() for keys in re.findall(r"\{cite:[pt]\}`([^`]+)`", cell.source)
-                      for key in keys.split(",")]
-            source, ended = cell.source, "```{solution-end}" in cell.source
-            if ended:
-                source = re.sub(r"^```\{solution-end\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*```[ \t]*$", "", source,
-                                flags=re.MULTILINE).strip()
-            started = _is_solution_start(source)
-            if started:
-                solution = started
-                source = DIRECTIVE.sub("", source, count=1).strip()
-            name = short.get(solution, "the exercise")
-            text = _markdown(source, references, numbers).strip()
-            if solution and not text:
+    def markdown(self, source: str) -> str:
+        return myst_to_markdown(source, self.references, numbers=self.numbers, documents=page_titles(),
+                                cite=citation)
+
+    def markdown_cell(self, cell) -> None:
+        """Prose; inside a gated solution (solution-start ... solution-end) folded in <details>."""
+        self.cited += [key.strip() for keys in re.findall(r"\{cite:[pt]\}`([^`]+)`", cell.source)
+                       for key in keys.split(",")]
+        ended = bool(SOLUTION_END.search(cell.source))
+        source = SOLUTION_END.sub("", cell.source).strip()
+        started = _is_solution_start(source)
+        if started:
+            self.solution = started
+            source = DIRECTIVE.sub("", source, count=1).strip()
+        text = self.markdown(source).strip()
+        if self.solution:
+            name = self.short.get(self.solution, "the exercise")
+            if not text:
                 text = f"**Solution to {name}**" if started else ""
-            elif solution:
+            else:
                 summary = f"Solution to {name}" + ("" if started else ", continued")
                 text = f"<details>\n<summary><b>{summary}</b></summary>\n\n{text}\n\n</details>"
-            if ended:
-                solution = None
-            if not text:
-                continue
-            cells.append(new("markdown", text, cell.id))
-            if len(cells) == 1:
-                cells.append(new("markdown", _note(lesson), "note"))
-            continue
-        code = new("code", strip_markers(cell.source), cell.id)
-        if solution:
-            code.source = f"# @title Solution to {short.get(solution, 'the exercise')}\n" + code.source
-            code.metadata.update({"cellView": "form", "jupyter": {"source_hidden": True}})
+        if ended:
+            self.solution = None
+        if text:
+            self.add("markdown", text, cell.id)
+        if len(self.cells) == 1:
+            self.add("markdown", _note(self.lesson), "note")
+
+    def code_cell(self, cell) -> None:
+        """Code without otter's comments; a solution's folded, a folded check's source hidden."""
+        code = self.add("code", strip_markers(cell.source), cell.id)
+        if self.solution:
+            code.source = f"# @title Solution to {self.short.get(self.solution, 'the exercise')}\n" + code.source
+            code.metadata.update({"cellView": "form", "jupyter": {"source_hidden": True}})  # Colab, JupyterLab
         elif "hide-input" in cell.metadata.get("tags", []):
             code.metadata["jupyter"] = {"source_hidden": True}
-        cells.append(code)
         figure = _figure_name(cell)
         if figure:
             name, caption = figure
-            caption = _markdown(caption, references, numbers)
-            cells.append(new("markdown", f"*Figure {numbers[name]}.* {caption}".strip(), f"{cell.id}-caption"))
-    if cited:
-        cells.append(new("markdown", "### Works cited in this chapter\n\n" + works_cited(cited), "works-cited"))
-    out = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC,
-                                                          "language_info": {"name": "python"}})
+            self.add("markdown", f"*Figure {self.numbers[name]}.* {self.markdown(caption)}".strip(),
+                     f"{cell.id}-caption")
+
+
+def reader_notebook(lesson: Path, targets: dict[str, Target]):
+    """The reader's edition of one lesson (no outputs).
+
+    Raw cells (otter's markers) and the check cells between ``# BEGIN TESTS`` and ``#
+    END TESTS`` are left out; the first code cell, the setup, becomes
+    :func:`setup_source`; the works cited follow the last cell.
+    """
+    chapter = Chapter(lesson, targets)
+    in_checks, setup_done = False, False
+    for cell in nbformat.read(lesson, as_version=4).cells:
+        if cell.cell_type == "raw":
+            marker = MARKER.match(cell.source.strip())
+            if marker and marker.group(2).lower() == "tests":
+                in_checks = marker.group(1).lower() == "begin"
+        elif in_checks:
+            continue
+        elif cell.cell_type == "markdown":
+            chapter.markdown_cell(cell)
+        elif not setup_done:
+            setup_done = True
+            chapter.add("code", setup_source(), "setup")
+        else:
+            chapter.code_cell(cell)
+    if chapter.cited:
+        chapter.add("markdown", "### Works cited in this chapter\n\n" + works_cited(chapter.cited), "works-cited")
+    out = nbformat.v4.new_notebook(cells=chapter.cells, metadata={"kernelspec": KERNELSPEC,
+                                                                  "language_info": {"name": "python"}})
     out.nbformat_minor = 5
     return out
 
