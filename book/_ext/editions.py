@@ -48,10 +48,8 @@ LATEX_MIME_PRIORITIES = [
     ("latex", "image/svg+xml", 15),
 ]
 
-FALLBACK = re.compile(
-    r'class="companion-fallback".*?<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)"',
-    re.DOTALL,
-)
+FALLBACK_IMAGE = re.compile(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"[^>]*>')
+ALT = re.compile(r'alt="([^"]*)"')
 
 
 #: A lesson's own numbering in a title, "3. " or "3.1 ", which LaTeX prints itself.
@@ -87,17 +85,18 @@ def _print_fallbacks(app: Sphinx, doctree: nodes.document) -> None:
         bundle = container.parent if container is not None else None
         if bundle is None or bundle.get("nb_element") != "mime_bundle":
             continue
-        match = FALLBACK.search(raw.astext())
+        match = FALLBACK_IMAGE.search(raw.astext())
         if not match:
             LOGGER.warning("an interactive figure's fallback has no PNG image", location=raw)
             continue
+        alt = ALT.search(match.group(0))
         png = base64.b64decode(match.group(1))
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{hashlib.sha256(png).hexdigest()[:16]}.png"
         if not path.exists():
             path.write_bytes(png)
         uri = "/" + Path(os.path.relpath(path, app.srcdir)).as_posix()  # as myst-nb writes them
-        image = nodes.image(uri=uri, alt=html.unescape(match.group(2)))
+        image = nodes.image(uri=uri, alt=html.unescape(alt.group(1)) if alt else "")
         alternative = nodes.container(nb_element="mime_type", mime_type="image/png")
         alternative += image  # the Markdown caption under the figure says what it shows
         bundle += alternative
