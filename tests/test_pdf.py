@@ -27,6 +27,8 @@ from conftest import JUPYTER_BOOK, ROOT
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from editions import NUMBERED_TITLE, PDF_NAME  # noqa: E402
 
+pytestmark = pytest.mark.pdf
+
 TEX_TOOLS = ("xelatex", "latexmk", "rsvg-convert", "pdfinfo", "pdftotext")
 LESSONS = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
 

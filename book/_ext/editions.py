@@ -13,7 +13,11 @@ that build this extension
   PNG that every figure embeds in an HTML block (``companion.figures._base``), which is
   turned into an image here;
 - defines the math macros of ``mathjax3_config`` for LaTeX too, so the two builds
-  typeset the same formulas.
+  typeset the same formulas;
+- numbers the chapters as the book does (chapter 0 to 9, the front matter unnumbered,
+  the reference pages as appendices);
+- supplies a stand-in for the ``bbm`` package that Jupyter Book's LaTeX class loads
+  (``latex/bbm.sty``), so that Debian's large ``texlive-fonts-extra`` is not needed.
 
 When the PDF has been built (``_build/latex/<name>.pdf``), the HTML build copies it
 into the site and adds it to every page's download menu.
@@ -63,7 +67,10 @@ def _latex_settings(app: Sphinx, config) -> None:
     # makeindex instead of xindy (not needed for a book without an index of terms).
     config.latex_use_xindy = False
     macros = (config.mathjax3_config or {}).get("tex", {}).get("macros", {})
-    definitions = "".join(rf"\providecommand{{\{name}}}{{{body}}}" + "\n" for name, body in macros.items())
+    definitions = ""
+    for name, body in macros.items():  # "body", or [body, number of arguments]
+        body, arguments = (body[0], f"[{body[1]}]") if isinstance(body, list) else (body, "")
+        definitions += rf"\providecommand{{\{name}}}{arguments}{{{body}}}" + "\n"
     elements = dict(config.latex_elements or {})
     elements["preamble"] = elements.get("preamble", "") + "\n" + definitions
     config.latex_elements = elements
@@ -74,8 +81,9 @@ def _print_fallbacks(app: Sphinx, doctree: nodes.document) -> None:
     """Give each interactive figure's fallback block an image the LaTeX builder can use.
 
     The fallback is an HTML output (the site shows it in print); next to it in the same
-    mime bundle goes an ``image/png`` alternative holding the same picture and its
-    caption. The HTML builder still picks the HTML (it ranks first there).
+    mime bundle goes an ``image/png`` alternative holding the same picture (the figure's
+    Markdown caption follows it). The HTML builder still picks the HTML (it ranks first
+    there).
     """
     folder = Path(app.outdir).parent / "jupyter_execute" / "print_fallbacks"
     for raw in list(doctree.findall(nodes.raw)):
