@@ -142,6 +142,17 @@ def test_myst_for_readers():
     assert not RAW_MYST.findall(out)
 
 
+def test_nested_and_colon_fenced_directives():
+    text = ("````{exercise} Nested\n:label: ex-01-n\n\nDo it:\n\n```python\nx = 1\n```\n\n"
+            "```{prf:remark}\nNote.\n```\n````\n\n:::{admonition} Colon\n:class: tip\nBody.\n:::\n\n"
+            "See {numref}`Figure %s <fig-01-a>`.\n")
+    assert myst_markdown.labels(text) == {"ex-01-n": "Nested"}
+    out = myst_markdown.myst_to_markdown(text, {}, numbers={"fig-01-a": "1.2", "ex-01-n": "1.1"})
+    assert "### Exercise 1.1: Nested\n\nDo it:\n\n```python\nx = 1\n```\n\n**Remark.**\n\nNote." in out
+    assert "> **Colon**\n>\n> Body." in out and "See Figure 1.2." in out
+    assert not RAW_MYST.findall(out)
+
+
 def test_author_year_and_works_cited():
     assert reader_edition.author_year("su2024roformer") == ("Su et al.", "2024")
     assert reader_edition.author_year("wang2021gptj") == ("Wang and Komatsuzaki", "2021")

@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-#: A directive: ```` ```{kind} title ````, its options (``:label: x``), its body, ```` ``` ````.
-DIRECTIVE = re.compile(r"^```\{([\w:-]+)\}([^\n]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+#: A directive: ```` ```{kind} title ````, its options (``:label: x``), its body, and the
+#: same fence again (three or more backticks, or colons with ``colon_fence``; a longer
+#: fence holds directives or code blocks inside).
+DIRECTIVE = re.compile(r"^(`{3,}|:{3,})\{([\w:-]+)\}([^\n]*)\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 #: A section label, ``(name)=`` on the line before a heading.
 SECTION_LABEL = re.compile(r"^\(([\w-]+)\)=[ \t]*\n", re.MULTILINE)
 OPTION = re.compile(r"^:([\w-]+):[ \t]*(.*)$")
@@ -23,17 +25,17 @@ CITE = re.compile(r"\{cite:([pt])\}`([^`]+)`")
 
 def labels(text: str) -> dict[str, str]:
     """Titles of the labelled directives in MyST ``text`` (``{prf:theorem} Title`` + ``:label:``)."""
-    found = re.findall(r"^```\{[\w:-]+\}[ \t]*([^\n]*)\n:label: (\S+)", text, flags=re.MULTILINE)
-    return {label: title.strip() for title, label in found if title.strip()}
+    return {options["label"]: title for kind, title, options in directives(text) if title and "label" in options}
 
 
 def directives(text: str) -> list[tuple[str, str, dict[str, str]]]:
     """``(kind, title, options)`` of every directive in ``text``, in order (``prf:`` dropped)."""
     found = []
     for match in DIRECTIVE.finditer(text):
-        options = dict(OPTION.match(line).groups() for line in match.group(3).splitlines()
+        options = dict(OPTION.match(line).groups() for line in match.group(4).splitlines()
                        if OPTION.match(line))
-        found.append((match.group(1).split(":")[-1], match.group(2).strip(), options))
+        found.append((match.group(2).split(":")[-1], match.group(3).strip(), options))
+        found += directives(match.group(4))
     return found
 
 
@@ -80,8 +82,8 @@ def myst_to_markdown(text: str, titles: dict[str, str] | None = None, *,
     text = SECTION_LABEL.sub("", text)
 
     def directive(match: re.Match) -> str:
-        kind, title, body = match.group(1).split(":")[-1], match.group(2).strip(), match.group(3)
-        lines = body.splitlines()
+        kind, title = match.group(2).split(":")[-1], match.group(3).strip()
+        lines = DIRECTIVE.sub(directive, match.group(4)).splitlines()
         options = dict(OPTION.match(line).groups() for line in lines if OPTION.match(line))
         body = "\n".join(line for line in lines if not OPTION.match(line)).strip()
         if kind == "admonition":
@@ -100,10 +102,15 @@ def myst_to_markdown(text: str, titles: dict[str, str] | None = None, *,
 
     text = DIRECTIVE.sub(directive, text)
     text = CITE.sub(lambda m: cite(_keys(m.group(2)), m.group(1) == "t"), text)
-    text = re.sub(r"\{(?:ref|doc|numref|prf:ref|term)\}`([^`<]+?)\s*<[^`]+>`", r"\1", text)
+    text = re.sub(r"\{numref\}`([^`<]+?)\s*<([^`]+)>`",
+                  lambda m: m.group(1).replace("%s", numbers.get(m.group(2), "")).replace("{number}", numbers.get(
+                      m.group(2), "")), text)
+    text = re.sub(r"\{(?:ref|doc|prf:ref|term)\}`([^`<]+?)\s*<[^`]+>`", r"\1", text)
     text = re.sub(r"\{term\}`([^`]+)`", r"\1", text)
     text = re.sub(r"\{doc\}`([^`]+)`", lambda m: _doc_text(m.group(1), documents or {}), text)
     text = re.sub(r"\{(?:ref|numref|prf:ref)\}`([^`]+)`", lambda m: titles.get(m.group(1), m.group(1)), text)
     text = re.sub(r"\{py:\w+\}`~?([^`]+)`", r"`\1`", text)
-    text = re.sub(r"\{(?:math|eq)\}`([^`]+)`", r"$\1$", text)
+    text = re.sub(r"\{math\}`([^`]+)`", r"$\1$", text)
+    text = re.sub(r"\{eq\}`([^`]+)`", lambda m: titles.get(m.group(1), f"equation ({numbers.get(m.group(1), m.group(1))})"),
+                  text)
     return text

@@ -223,7 +223,7 @@ def _note(lesson: Path) -> str:
 
 
 def _is_solution_start(source: str) -> str | None:
-    match = re.search(r"^```\{solution-start\}[ \t]*(\S+)", source, re.MULTILINE)
+    match = re.search(r"^(?:`{3,}|:{3,})\{solution-start\}[ \t]*(\S+)", source, re.MULTILINE)
     return match.group(1) if match else None
 
 
@@ -237,7 +237,7 @@ def page_titles() -> dict[str, str]:
     return titles
 
 
-SOLUTION_END = re.compile(r"^```\{solution-end\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*```[ \t]*$", re.MULTILINE)
+SOLUTION_END = re.compile(r"^(`{3,}|:{3,})\{solution-end\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*\1[ \t]*$", re.MULTILINE)
 
 
 class Chapter:
