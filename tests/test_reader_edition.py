@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from pathlib import Path
 
@@ -210,7 +211,7 @@ def reader_environment(tmp_path_factory):
     python = venv / "bin" / "python"
     site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           check=True, capture_output=True, text=True).stdout.strip()
-    tested = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())
+    tested = sysconfig.get_paths()["purelib"]  # this environment's libraries, as they are
     (Path(site) / "tested-libraries.pth").write_text(tested + "\n")
     requirements = setup_requirements(edition_notebook(CHAPTERS[0]))
     assert requirements[0].startswith("companion @ git+")
