@@ -69,3 +69,23 @@ browser:
 
 clean:
 	rm -rf _build
+
+# The reader's edition: every chapter as a plain notebook in notebooks/, which the Colab
+# and Binder buttons open. Run it after changing a lesson, and commit notebooks/.
+edition: $(PY_STAMP)
+	$(BIN)/python tools/reader_edition.py
+
+# The whole book as one PDF, with XeLaTeX; it reuses the executed notebooks of 'make book'.
+# Then 'make book' adds the PDF to the site (download menu). TeX comes from the system's
+# packages, installed when it is missing.
+PDF := _build/latex/positions-in-transformers.pdf
+pdf: $(PY_STAMP) $(NPM_STAMP) tex
+	$(BIN)/jupyter-book build . --builder pdflatex -W -n --keep-going
+	@echo ""
+	@echo "The book is in $(PDF): $$(pdfinfo $(PDF) | sed -n 's/^Pages: *//p') pages, $$(du -h $(PDF) | cut -f1)."
+
+tex:
+	@command -v xelatex >/dev/null 2>&1 && command -v latexmk >/dev/null 2>&1 && command -v rsvg-convert >/dev/null 2>&1 \
+	  && command -v pdfinfo >/dev/null 2>&1 && fc-list | grep -q FreeSerif || tools/install_tex.sh
+
+.PHONY: edition pdf tex

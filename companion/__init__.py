@@ -22,7 +22,7 @@ any callable from tokens to logits) and :mod:`companion.lab` (the three experime
 """
 from . import absolute, alibi, attention, checks, configs, data, exercises, evals, models, nope, precision, relative, rope, scaling, symbolic, train
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic", "checks", "exercises",

@@ -53,6 +53,9 @@ from pathlib import Path
 import nbformat
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the tools' shared modules
+from myst_markdown import labels, myst_to_markdown  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
 DEFAULT_OUT = ROOT / "_build" / "assignments"
@@ -257,51 +260,6 @@ def requirements() -> str:
 
 
 # --- plain Markdown for the student's notebook -------------------------------------------
-
-def labels(text: str) -> dict[str, str]:
-    """Titles of the labelled directives in MyST ``text`` (``{prf:theorem} Title`` + ``:label:``)."""
-    found = re.findall(r"^```\{[\w:-]+\}[ \t]*([^\n]*)\n:label: (\S+)", text, flags=re.MULTILINE)
-    return {label: title.strip() for title, label in found if title.strip()}
-
-
-def _doc_text(target: str) -> str:
-    name = target.split("/")[-1]
-    chapter = re.match(r"(\d\d)_", name)
-    return f"chapter {int(chapter.group(1))}" if chapter else f"the {name.replace('_', ' ')} page of the book"
-
-
-def myst_to_markdown(text: str, titles: dict[str, str] | None = None) -> str:
-    """Rewrite the MyST markup of the book into Markdown any notebook front end shows.
-
-    Exercise directives become headings; other directives (definitions, theorems,
-    proofs) a bold title followed by their body; citations show their keys;
-    cross-references show their text, or the title of what they point to (``titles``,
-    label -> title, as :func:`labels` finds them).
-    """
-    titles = titles or {}
-    text = re.sub(r"^\([\w-]+\)=\n", "", text, flags=re.MULTILINE)
-
-    def directive(match: re.Match) -> str:
-        kind, title, body = match.group(1), match.group(2).strip(), match.group(3)
-        body = "\n".join(line for line in body.splitlines() if not re.match(r":[\w-]+:", line))
-        kind = kind.split(":")[-1]
-        label = "Exercise" if kind == "exercise" else kind.capitalize()
-        heading = f"**{label}: {title}**" if title else f"**{label}.**"
-        if kind == "exercise":
-            heading = f"### {label}: {title}"
-        return f"{heading}\n\n{body.strip()}\n"
-
-    text = re.sub(r"^```\{([\w:-]+)\}([^\n]*)\n(.*?)^```\s*$", directive, text,
-                  flags=re.MULTILINE | re.DOTALL)
-    text = re.sub(r"\{cite:[pt]\}`([^`]+)`", lambda m: "[" + m.group(1).replace(",", ", ") + "]", text)
-    text = re.sub(r"\{(?:ref|doc|numref|prf:ref|term)\}`([^`<]+?)\s*<[^`]+>`", r"\1", text)
-    text = re.sub(r"\{term\}`([^`]+)`", r"\1", text)
-    text = re.sub(r"\{doc\}`([^`]+)`", lambda m: _doc_text(m.group(1)), text)
-    text = re.sub(r"\{(?:ref|numref|prf:ref)\}`([^`]+)`", lambda m: titles.get(m.group(1), m.group(1)), text)
-    text = re.sub(r"\{py:\w+\}`~?([^`]+)`", r"`\1`", text)
-    text = re.sub(r"\{(?:math|eq)\}`([^`]+)`", r"$\1$", text)
-    return text
-
 
 def _student_touches(notebook: Path) -> None:
     nb = nbformat.read(notebook, as_version=4)

@@ -1,0 +1,248 @@
+"""The reader's edition (notebooks/, tools/reader_edition.py): fresh, plain, installable, runnable.
+
+- it is what the lessons give today (``make edition`` rewrites it);
+- its Markdown holds no MyST markup, its cells no assignment markers or checks;
+- its setup cell installs the release tag of companion's version with the pinned
+  versions, which are the versions these tests run with (and Binder's environment.yml
+  gives the same);
+- every chapter, copied alone into an empty folder, runs from top to bottom in a fresh
+  kernel of an environment where companion was installed as the setup cell installs it,
+  from a wheel of this checkout instead of the repository address.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from nbclient.exceptions import CellExecutionError
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("reader_edition", ROOT / "tools" / "reader_edition.py")
+reader_edition = importlib.util.module_from_spec(spec)
+sys.modules["reader_edition"] = reader_edition
+spec.loader.exec_module(reader_edition)
+myst_markdown = sys.modules["myst_markdown"]
+
+CHAPTERS = [path.stem for path in reader_edition.lessons()]
+#: MyST that a plain notebook front end would show as raw text.
+RAW_MYST = re.compile(
+    r"```\{|:::\{|\{(?:cite|prf|ref|doc|numref|term|eq|math|py|glue|index|download)(?::[\w:]+)?\}`"
+    r"|^\([\w-]+\)=[ \t]*$|^:(?:label|class|name|nonumber|dropdown):", re.MULTILINE)
+#: Chapters that read lessons/lab_results from a checkout: they cannot run alone until the
+#: lab's stored results ship with the package.
+READ_FROM_CHECKOUT = {"07_long_context", "09_lab"}
+
+
+def edition_notebook(chapter: str):
+    return nbformat.read(reader_edition.EDITION / f"{chapter}.ipynb", as_version=4)
+
+
+def setup_requirements(nb) -> list[str]:
+    """The REQUIREMENTS list of a notebook's setup cell (its first code cell)."""
+    setup = next(cell for cell in nb.cells if cell.cell_type == "code")
+    for node in ast.parse(setup.source).body:
+        if isinstance(node, ast.Assign) and node.targets[0].id == "REQUIREMENTS":
+            return ast.literal_eval(node.value)
+    raise AssertionError("the setup cell has no REQUIREMENTS list")
+
+
+def test_edition_is_what_the_lessons_give():
+    stale = reader_edition.stale()
+    assert not stale, f"notebooks/ is out of date for {stale}: run 'make edition' and commit it"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_markdown_is_plain_and_checks_are_gone(chapter):
+    nb = edition_notebook(chapter)
+    lesson = nbformat.read(ROOT / "lessons" / f"{chapter}.ipynb", as_version=4)
+    assert not [cell for cell in nb.cells if cell.cell_type == "raw"], "assignment markers are left"
+    for cell in nb.cells:
+        assert not cell.get("outputs") and not cell.get("execution_count"), "committed with outputs"
+        if cell.cell_type == "markdown":
+            raw = RAW_MYST.findall(cell.source)
+            assert not raw, f"raw MyST {raw} in:\n{cell.source[:400]}"
+        else:
+            assert not re.search(r"#\s*(BEGIN|END) (SOLUTION|QUESTION|TESTS)|# SOLUTION\s*$|^# HIDDEN",
+                                 cell.source, re.MULTILINE), f"an otter marker is left in:\n{cell.source[:300]}"
+    checks = [cell.source for cell in lesson.cells
+              if cell.cell_type == "code" and re.match(r"\s*(# HIDDEN\s*)?def test_", cell.source)]
+    assert checks, "the lesson has checks, so this test can tell that they are left out"
+    code = "\n".join(cell.source for cell in nb.cells)
+    assert not [check for check in checks if check.strip() in code]
+    text = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    assert nb.cells[0].source.startswith("# "), "the chapter's title comes first"
+    exercises = re.findall(r"^### Exercise (\d+)\.(\d+): ", text, re.MULTILINE)
+    number = str(int(chapter[:2]))
+    assert exercises and [n for c, n in exercises] == [str(i + 1) for i in range(len(exercises))]
+    assert {c for c, n in exercises} == {number}
+    assert text.count("<details>") == text.count("</details>") > 0
+    if "cite:" in "\n".join(cell.source for cell in lesson.cells):
+        assert "### Works cited in this chapter" in text
+
+
+def test_release_tag_and_pins_are_the_tested_ones():
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    init = (ROOT / "companion" / "__init__.py").read_text()
+    assert re.search(rf'^__version__ = "{re.escape(version)}"$', init, re.MULTILINE), \
+        "companion.__version__ and pyproject.toml's version differ"
+    pins = reader_edition.requirements()
+    names = set()
+    for line in pins:
+        requirement = Requirement(line)
+        (spec_,) = requirement.specifier
+        assert spec_.operator == "==", f"{line}: pin an exact version"
+        installed = Version(importlib.metadata.version(requirement.name)).public
+        assert installed == spec_.version, (
+            f"notebooks/requirements.txt pins {line}, but the tests run with {installed}: "
+            "update the pin and run 'make edition'")
+        names.add(requirement.name)
+    runtime = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert {Requirement(r).name for r in runtime} <= names, "pin every runtime dependency of companion"
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+    for chapter in CHAPTERS:
+        assert setup_requirements(edition_notebook(chapter)) == [
+            f"companion @ git+{url}@v{version}", *pins], chapter
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    binder = [entry for dep in env["dependencies"] if isinstance(dep, dict) for entry in dep["pip"]]
+    assert [line for line in binder if not line.startswith("-")] == pins, \
+        "environment.yml must give Binder the same pins as notebooks/requirements.txt"
+
+
+def test_myst_for_readers():
+    text = ("(chapter-03)=\n# 3. RoPE\n\n```{prf:definition} Rotary position embedding\n:label: def-03-rope\n\n"
+            "Turn pairs.\n```\n\n```{admonition} What you will learn\n:class: tip\n\n- turning\n```\n\n"
+            "See {cite:p}`su2024roformer,press2022alibi` and {cite:t}`su2024roformer`, {prf:ref}`def-03-rope`, "
+            "and the {doc}`../book/references` page.\n\n"
+            "```{exercise} Coding: RoPE\n:label: ex-03-rotate\n\nWrite it.\n```\n\n"
+            "```{solution} ex-03-rotate\n:class: dropdown\n\nLike so.\n```\n")
+    titles = {"def-03-rope": "Definition 3.1 (Rotary position embedding)", "ex-03-rotate": "Exercise 3.4 (Coding)"}
+    numbers = {"def-03-rope": "3.1", "ex-03-rotate": "3.4"}
+    out = myst_markdown.myst_to_markdown(text, titles, numbers=numbers, documents={"references": "References"},
+                                         cite=reader_edition.citation)
+    assert out.startswith("# 3. RoPE")
+    assert "**Definition 3.1: Rotary position embedding**\n\nTurn pairs." in out
+    assert "> **What you will learn**\n>\n> - turning" in out
+    assert ("See (Su et al., 2024; Press et al., 2022) and Su et al. (2024), Definition 3.1 (Rotary "
+            "position embedding), and the References page.") in out
+    assert "### Exercise 3.4: Coding: RoPE\n\nWrite it." in out
+    assert "<details>\n<summary><b>Solution to Exercise 3.4 (Coding)</b></summary>\n\nLike so.\n\n</details>" in out
+    assert not RAW_MYST.findall(out)
+
+
+def test_nested_and_colon_fenced_directives():
+    text = ("````{exercise} Nested\n:label: ex-01-n\n\nDo it:\n\n```python\nx = 1\n```\n\n"
+            "```{prf:remark}\nNote.\n```\n````\n\n:::{admonition} Colon\n:class: tip\nBody.\n:::\n\n"
+            "See {numref}`Figure %s <fig-01-a>`.\n")
+    assert myst_markdown.labels(text) == {"ex-01-n": "Nested"}
+    out = myst_markdown.myst_to_markdown(text, {}, numbers={"fig-01-a": "1.2", "ex-01-n": "1.1"})
+    assert "### Exercise 1.1: Nested\n\nDo it:\n\n```python\nx = 1\n```\n\n**Remark.**\n\nNote." in out
+    assert "> **Colon**\n>\n> Body." in out and "See Figure 1.2." in out
+    assert not RAW_MYST.findall(out)
+
+
+def test_author_year_and_works_cited():
+    assert reader_edition.author_year("su2024roformer") == ("Su et al.", "2024")
+    assert reader_edition.author_year("wang2021gptj") == ("Wang and Komatsuzaki", "2021")
+    assert reader_edition.author_year("runge1901empirische") == ("Runge", "1901")
+    cited = reader_edition.works_cited(["su2024roformer", "runge1901empirische", "su2024roformer"])
+    lines = cited.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("- **Runge (1901).**") and "Über" in lines[0]
+    assert lines[1].startswith("- **Su et al. (2024).**") and "RoFormer" in lines[1]
+
+
+def test_launch_buttons_open_the_edition(tmp_path):
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import editions
+
+    class App:
+        srcdir = str(ROOT)
+        outdir = str(tmp_path / "html")
+        builder = type("Builder", (), {"format": "html"})()
+        env = type("Env", (), {"editions_pdf": True})()
+
+    context = {"pathto": lambda name, resource: f"../{name}", "header_buttons": [
+        {"label": "launch-buttons", "buttons": [
+            {"text": "Binder", "url": f"https://mybinder.org/v2/gh/o/r/main?urlpath=tree/lessons/03_rope.ipynb"},
+            {"text": "Colab", "url": f"https://colab.research.google.com/github/o/r/blob/main/lessons/03_rope.ipynb"},
+            {"text": "Live Code", "javascript": "initThebeSBT()"}]},
+        {"label": "download-buttons", "buttons": []}]}
+    editions._launch_edition(App(), "lessons/03_rope", "page.html", context, None)
+    binder, colab, live = context["header_buttons"][0]["buttons"]
+    assert binder["url"].endswith("?urlpath=tree/notebooks/03_rope.ipynb")
+    assert colab["url"] == "https://colab.research.google.com/github/o/r/blob/main/notebooks/03_rope.ipynb"
+    assert live == {"text": "Live Code", "javascript": "initThebeSBT()"}
+    (pdf,) = context["header_buttons"][1]["buttons"]
+    assert pdf["url"] == f"../{editions.PDF_NAME}"
+
+
+# --- every chapter alone, in a fresh environment ------------------------------------------
+
+@pytest.fixture(scope="session")
+def reader_environment(tmp_path_factory):
+    """A virtual environment that sees the test environment's libraries (no second torch)
+    and has companion installed from a wheel of this checkout, as the setup cell would
+    install it: the same pinned requirements, nothing downloaded (--no-index)."""
+    base = tmp_path_factory.mktemp("reader-env")
+    source = base / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(ROOT / "companion", source / "companion", ignore=shutil.ignore_patterns("__pycache__"))
+    wheels = base / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                    "-w", str(wheels), str(source)], check=True)
+    (wheel,) = wheels.glob("companion-*.whl")
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    tested = sysconfig.get_paths()["purelib"]  # this environment's libraries, as they are
+    (Path(site) / "tested-libraries.pth").write_text(tested + "\n")
+    requirements = setup_requirements(edition_notebook(CHAPTERS[0]))
+    assert requirements[0].startswith("companion @ git+")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
+                    str(wheel), *requirements[1:]], check=True, env=env)
+    kernels = base / "kernels" / "reader"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(
+        '{"argv": ["%s", "-m", "ipykernel_launcher", "-f", "{connection_file}"], '
+        '"display_name": "reader", "language": "python"}' % python)
+    return {"python": python, "kernels": kernels.parent, "env": env, "venv": venv}
+
+
+@pytest.mark.parametrize("chapter", [
+    pytest.param(chapter, marks=pytest.mark.xfail(
+        raises=CellExecutionError, strict=True, reason="reads lessons/lab_results from a checkout"))
+    if chapter in READ_FROM_CHECKOUT else chapter for chapter in CHAPTERS])
+def test_chapter_runs_alone(chapter, reader_environment, tmp_path):
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    folder = tmp_path / "alone"
+    folder.mkdir()
+    shutil.copy2(reader_edition.EDITION / f"{chapter}.ipynb", folder)
+    nb = nbformat.read(folder / f"{chapter}.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import companion, sys\nprint(companion.__file__)"))
+    manager = KernelManager(kernel_name="reader",
+                            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(reader_environment["kernels"])]))
+    client = NotebookClient(nb, km=manager, timeout=600, resources={"metadata": {"path": str(folder)}})
+    client.execute(env=reader_environment["env"])
+    where = nb.cells[-1].outputs[0]["text"].strip()
+    assert where.startswith(str(reader_environment["venv"])), f"the kernel imported companion from {where}"
