@@ -145,7 +145,7 @@ def nonzero_witness(expr, seed: int = 0, tries: int = 20, tolerance: float = 1e-
 
     A non-identity is disproved by one counterexample. For each of ``tries`` draws,
     every free symbol gets a rational number ``p/q`` with ``|p| <= 9`` and ``q <= 4``
-    (positive when SymPy knows the symbol to be positive, an integer when it is an
+    (positive when SymPy knows the symbol to be non-negative, an integer when it is an
     integer symbol), the expression is evaluated to 30 digits by SymPy's ``evalf``,
     which tracks its own error, and the first value larger than ``tolerance`` in size
     is returned. For a matrix, the entries are tried in order. ``None`` means that no
@@ -164,7 +164,8 @@ def nonzero_witness(expr, seed: int = 0, tries: int = 20, tolerance: float = 1e-
     for _ in range(tries):
         values = {}
         for symbol in symbols:
-            numerator = int(rng.integers(1, 10)) * (1 if symbol.is_positive else int(rng.choice([-1, 1])))
+            sign = 1 if symbol.is_nonnegative else int(rng.choice([-1, 1]))
+            numerator = int(rng.integers(1, 10)) * sign
             denominator = 1 if symbol.is_integer else int(rng.integers(1, 5))
             values[symbol] = sp.Rational(numerator, denominator)
         for index, entry in enumerate(entries):
@@ -175,16 +176,30 @@ def nonzero_witness(expr, seed: int = 0, tries: int = 20, tolerance: float = 1e-
     return None
 
 
+def _is_cos_power(e) -> bool:
+    return e.is_Pow and isinstance(e.base, sp.cos) and e.exp.is_Integer and e.exp >= 2
+
+
+def _sin_squared(e):
+    (angle,) = e.base.args
+    return (1 - sp.sin(angle) ** 2) * sp.cos(angle) ** (e.exp - 2)
+
+
 def expand_trig_full(expr):
     r"""Multiply out, apply the addition formulas everywhere, multiply out again.
 
     ``expand``, then ``expand_trig`` (:math:`\sin(a+b) = \sin a\cos b + \cos a\sin b`
-    and its relatives), then ``expand``, entry by entry for a matrix. A difference of
-    trigonometric polynomials that becomes literally 0 this way is 0.
+    and its relatives), then ``expand``; finally every :math:`\cos^2 a` is replaced by
+    :math:`1 - \sin^2 a` and the result multiplied out once more, entry by entry for a
+    matrix. A difference of trigonometric polynomials that becomes literally 0 this way
+    is 0.
     """
     if isinstance(expr, sp.MatrixBase):
         return expr.applyfunc(expand_trig_full)
-    return sp.expand(sp.expand_trig(sp.expand(sp.sympify(expr))))
+    out = sp.expand(sp.expand_trig(sp.expand(sp.sympify(expr))))
+    while out.has(sp.cos) and any(_is_cos_power(e) for e in sp.preorder_traversal(out)):
+        out = sp.expand(out.replace(_is_cos_power, _sin_squared))
+    return out
 
 
 def _frequencies(thetas) -> list:

@@ -140,3 +140,12 @@ def test_clip_and_shaw_score_match_companion_relative():
     assert np.allclose(got, expected, atol=1e-12)
     with pytest.raises(ValueError, match="same height"):
         symbolic.shaw_score(sp.Matrix([1, 2]), sp.Matrix([1]), key_table, 0, 0, 2)
+
+
+def test_expand_trig_full_uses_the_pythagorean_identity():
+    a, b = sp.symbols("a b", real=True)
+    # sin(a + b) cos(b) + ... needs sin^2 + cos^2 = 1 after the addition formulas
+    identity = sp.sin(a + b) * sp.sin(b) + sp.cos(a + b) * sp.cos(b) - sp.cos(a)
+    assert symbolic.expand_trig_full(identity) == 0
+    assert symbolic.expand_trig_full(sp.cos(a) ** 4 - (1 - sp.sin(a) ** 2) ** 2) == 0
+    assert symbolic.expand_trig_full(sp.cos(a) ** 2 - sp.sin(a) ** 2) != 0
