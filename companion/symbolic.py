@@ -1,13 +1,18 @@
 r"""SymPy objects the chapters reuse in their proofs.
 
 The chapters prove identities by building both sides symbolically and asserting that
-their difference simplifies to zero. The building blocks live here so that every
-chapter uses the same definitions as the numerical code in :mod:`companion.attention`.
+their difference simplifies to zero, and disprove non-identities by a numeric witness:
+exact rational values for the symbols at which the difference is clearly not zero. The
+building blocks live here so that every chapter uses the same definitions as the
+numerical code in :mod:`companion.attention`, :mod:`companion.absolute` and
+:mod:`companion.relative`.
 """
 from __future__ import annotations
 
 from itertools import permutations
+from typing import NamedTuple
 
+import numpy as np
 import sympy as sp
 
 from . import _checks
@@ -21,6 +26,14 @@ __all__ = [
     "self_attention",
     "is_zero_matrix",
     "is_zero",
+    "Witness",
+    "nonzero_witness",
+    "expand_trig_full",
+    "sinusoid_vector",
+    "sinusoid_vector_exp",
+    "shift_matrix",
+    "clip",
+    "shaw_score",
 ]
 
 
@@ -112,3 +125,158 @@ def is_zero(expr) -> bool:
     if sp.simplify(sp.expand(sp.expand_trig(expr))) == 0:
         return True
     return sp.simplify(sp.expand(expr.rewrite(sp.exp))) == 0
+
+
+class Witness(NamedTuple):
+    """Exact values for the free symbols at which an expression is not zero.
+
+    ``values`` maps each symbol to a rational number, ``entry`` is the ``(row, column)``
+    of the non-zero entry of a matrix (``None`` for a plain expression) and ``value``
+    is that entry evaluated to 30 significant digits.
+    """
+
+    values: dict
+    entry: tuple | None
+    value: sp.Float
+
+
+def nonzero_witness(expr, seed: int = 0, tries: int = 20, tolerance: float = 1e-12) -> Witness | None:
+    r"""Rational values for the symbols of ``expr`` at which it is clearly not zero.
+
+    A non-identity is disproved by one counterexample. For each of ``tries`` draws,
+    every free symbol gets a rational number ``p/q`` with ``|p| <= 9`` and ``q <= 4``
+    (positive when SymPy knows the symbol to be non-negative, an integer when it is an
+    integer symbol), the expression is evaluated to 30 digits by SymPy's ``evalf``,
+    which tracks its own error, and the first value larger than ``tolerance`` in size
+    is returned. For a matrix, the entries are tried in order. ``None`` means that no
+    draw found a non-zero value: it proves nothing either way (the expression may be
+    zero, or zero only on the points tried).
+    """
+    tries = _checks.positive_int("tries", tries)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    if not (isinstance(tolerance, (int, float)) and tolerance > 0):
+        raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
+    entries = list(sp.Matrix(expr)) if isinstance(expr, sp.MatrixBase) else [sp.sympify(expr)]
+    shape = expr.shape if isinstance(expr, sp.MatrixBase) else None
+    symbols = sorted(set().union(*(e.free_symbols for e in entries)), key=str)
+    rng = np.random.default_rng(seed)
+    for _ in range(tries):
+        values = {}
+        for symbol in symbols:
+            sign = 1 if symbol.is_nonnegative else int(rng.choice([-1, 1]))
+            numerator = int(rng.integers(1, 10)) * sign
+            denominator = 1 if symbol.is_integer else int(rng.integers(1, 5))
+            values[symbol] = sp.Rational(numerator, denominator)
+        for index, entry in enumerate(entries):
+            value = sp.N(entry.subs(values), 30)
+            if value.is_number and abs(complex(value)) > tolerance:
+                where = None if shape is None else divmod(index, shape[1])
+                return Witness(values, where, value)
+    return None
+
+
+def _is_cos_power(e) -> bool:
+    return e.is_Pow and isinstance(e.base, sp.cos) and e.exp.is_Integer and e.exp >= 2
+
+
+def _sin_squared(e):
+    (angle,) = e.base.args
+    return (1 - sp.sin(angle) ** 2) * sp.cos(angle) ** (e.exp - 2)
+
+
+def expand_trig_full(expr):
+    r"""Multiply out, apply the addition formulas everywhere, multiply out again.
+
+    ``expand``, then ``expand_trig`` (:math:`\sin(a+b) = \sin a\cos b + \cos a\sin b`
+    and its relatives), then ``expand``; finally every :math:`\cos^2 a` is replaced by
+    :math:`1 - \sin^2 a` and the result multiplied out once more, entry by entry for a
+    matrix. A difference of trigonometric polynomials that becomes literally 0 this way
+    is 0.
+    """
+    if isinstance(expr, sp.MatrixBase):
+        return expr.applyfunc(expand_trig_full)
+    out = sp.expand(sp.expand_trig(sp.expand(sp.sympify(expr))))
+    while out.has(sp.cos) and any(_is_cos_power(e) for e in sp.preorder_traversal(out)):
+        out = sp.expand(out.replace(_is_cos_power, _sin_squared))
+    return out
+
+
+def _frequencies(thetas) -> list:
+    if isinstance(thetas, (str, bytes)) or not hasattr(thetas, "__len__") or len(thetas) == 0:
+        raise ValueError(f"thetas must be a non-empty sequence (one frequency per pair), got {thetas!r}")
+    return [sp.sympify(t) for t in thetas]
+
+
+def sinusoid_vector(position, thetas) -> sp.Matrix:
+    r"""The sinusoidal vector of ``position`` as a SymPy column, ``2 len(thetas)`` long.
+
+    Pair ``i`` is :math:`(\sin\theta_i p, \cos\theta_i p)`, the order of
+    :func:`companion.absolute.sinusoidal` (Vaswani et al., 2017, section 3.5). With a
+    position it is :math:`\mathrm{PE}(p)`; with a distance ``i - j`` it is
+    Transformer-XL's :math:`R_{i-j}` (Dai et al., 2019). ``position`` and ``thetas``
+    may be symbols or numbers.
+    """
+    position = sp.sympify(position)
+    return sp.Matrix([f(theta * position) for theta in _frequencies(thetas) for f in (sp.sin, sp.cos)])
+
+
+def sinusoid_vector_exp(position: int, powers, w) -> sp.Matrix:
+    r"""The sinusoidal vector written as a Laurent polynomial in one symbol ``w``.
+
+    With :math:`w = e^{\mathrm{i}\varphi}` and pair ``i`` turning at
+    :math:`\theta_i = k_i\varphi` (``powers`` holds the integers :math:`k_i`), Euler's
+    formula gives pair ``i`` of the vector of ``position`` :math:`p` as
+    :math:`\bigl((z - z^{-1})/2\mathrm{i},\ (z + z^{-1})/2\bigr)`, :math:`z = w^{k_i p}`.
+    Equal to :func:`sinusoid_vector` at :math:`w = e^{\mathrm{i}\varphi}`; with ``w`` a
+    symbol or a rational point, identities become polynomial algebra that SymPy does
+    exactly and fast.
+    """
+    if isinstance(position, bool) or not isinstance(position, (int, np.integer, sp.Integer)):
+        raise ValueError(f"position must be an integer, got {position!r}")
+    if isinstance(powers, (str, bytes)) or not hasattr(powers, "__len__") or len(powers) == 0:
+        raise ValueError(f"powers must be a non-empty sequence of integers (one per pair), got {powers!r}")
+    if any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) for k in powers):
+        raise ValueError(f"powers must hold integers only, got {powers!r}")
+    w = sp.sympify(w)
+    out = []
+    for k in powers:
+        z = w ** (int(k) * int(position))
+        out += [(z - 1 / z) / (2 * sp.I), (z + 1 / z) / 2]
+    return sp.Matrix(out)
+
+
+def shift_matrix(offset, thetas) -> sp.Matrix:
+    r"""The shift :math:`R_k` with :math:`\mathrm{PE}(p + k) = R_k\,\mathrm{PE}(p)`, as SymPy.
+
+    Block-diagonal with one block
+    :math:`\begin{pmatrix}\cos\theta_i k & \sin\theta_i k\\ -\sin\theta_i k & \cos\theta_i k\end{pmatrix}`
+    per pair, the symbolic twin of :func:`companion.absolute.rotation_for_offset`.
+    """
+    offset = sp.sympify(offset)
+    blocks = [sp.Matrix([[sp.cos(t * offset), sp.sin(t * offset)],
+                         [-sp.sin(t * offset), sp.cos(t * offset)]]) for t in _frequencies(thetas)]
+    return sp.diag(*blocks)
+
+
+def clip(t, c):
+    r"""Shaw et al.'s clipped distance :math:`\operatorname{clip}(t, c) = \max(-c, \min(c, t))`."""
+    t, c = sp.sympify(t), sp.sympify(c)
+    return sp.Max(-c, sp.Min(c, t))
+
+
+def shaw_score(q: sp.Matrix, k: sp.Matrix, key_table, i, j, c):
+    r"""Shaw et al.'s score :math:`e_{ij} = q\cdot(k + w^K_{\operatorname{clip}(j-i, c)})/\sqrt{d}`.
+
+    ``q`` and ``k`` are SymPy columns of height ``d``; ``key_table`` is a function of the
+    clipped distance that returns a column of height ``d`` (a table of undetermined
+    functions, or of numbers). The symbolic twin of :func:`companion.relative.shaw_scores`
+    (Shaw, Uszkoreit and Vaswani, 2018).
+    """
+    q, k = sp.Matrix(q), sp.Matrix(k)
+    if q.shape != k.shape or q.cols != 1:
+        raise ValueError(f"q and k must be columns of the same height, got shapes {q.shape} and {k.shape}")
+    row = sp.Matrix(key_table(clip(sp.sympify(j) - sp.sympify(i), c)))
+    if row.shape != q.shape:
+        raise ValueError(f"key_table must return a column of height {q.rows}, got shape {row.shape}")
+    return (q.T * (k + row))[0, 0] / sp.sqrt(q.rows)

@@ -63,3 +63,89 @@ def test_is_zero_proves_trigonometric_identities_and_rejects_false_ones():
     assert symbolic.is_zero(sp.re(sp.exp(sp.I * a)) - sp.cos(a))
     assert not symbolic.is_zero(sp.sin(a + b) - sp.sin(a) * sp.cos(b))
     assert symbolic.is_zero(sp.Matrix([[sp.sin(a) ** 2 + sp.cos(a) ** 2 - 1]]))
+
+
+def test_nonzero_witness_disproves_a_false_identity_and_finds_none_for_a_true_one():
+    a, b = sp.symbols("a b", real=True)
+    false_identity = sp.sin(a + b) - sp.sin(a) * sp.cos(b)
+    witness = symbolic.nonzero_witness(false_identity)
+    assert witness is not None and witness.entry is None
+    assert set(witness.values) == {a, b} and all(v.is_Rational for v in witness.values.values())
+    assert abs(float(false_identity.subs(witness.values))) > 1e-12      # the witness is real
+    assert symbolic.nonzero_witness(sp.sin(a) ** 2 + sp.cos(a) ** 2 - 1) is None
+    assert symbolic.nonzero_witness(sp.Integer(0)) is None
+
+
+def test_nonzero_witness_names_the_entry_and_respects_assumptions():
+    x = sp.Symbol("x", positive=True)
+    j = sp.Symbol("j", integer=True)
+    M = sp.Matrix([[0, sp.sqrt(x) ** 2 - x], [0, x ** 2 + j ** 2 + x * j]])
+    witness = symbolic.nonzero_witness(M)
+    assert witness.entry == (1, 1)
+    assert witness.values[x] > 0 and witness.values[j].is_integer
+
+
+def test_nonzero_witness_rejects_bad_arguments():
+    a = sp.Symbol("a")
+    with pytest.raises(ValueError, match="tries"):
+        symbolic.nonzero_witness(a, tries=0)
+    with pytest.raises(ValueError, match="seed"):
+        symbolic.nonzero_witness(a, seed=1.5)
+    with pytest.raises(ValueError, match="tolerance"):
+        symbolic.nonzero_witness(a, tolerance=-1)
+
+
+def test_sinusoid_vector_and_shift_matrix_match_companion_absolute():
+    from companion import absolute
+    thetas = [sp.Integer(10000) ** sp.Rational(-2 * i, 6) for i in range(3)]
+    exact = np.array(symbolic.sinusoid_vector(7, thetas).evalf(30), dtype=float).ravel()
+    assert np.allclose(exact, absolute.sinusoidal([7], 6)[0], atol=1e-14)
+    shift = np.array(symbolic.shift_matrix(5, thetas).evalf(30), dtype=float)
+    assert np.allclose(shift, absolute.rotation_for_offset(5, 6), atol=1e-14)
+    with pytest.raises(ValueError, match="thetas"):
+        symbolic.sinusoid_vector(1, [])
+
+
+def test_expand_trig_full_proves_the_shift_lemma_and_not_a_wrong_one():
+    p, k = sp.symbols("p k", real=True)
+    thetas = sp.symbols("theta_0:2", positive=True)
+    moved = symbolic.shift_matrix(k, thetas) * symbolic.sinusoid_vector(p, thetas)
+    assert symbolic.expand_trig_full(moved - symbolic.sinusoid_vector(p + k, thetas)) == sp.zeros(4, 1)
+    wrong = symbolic.shift_matrix(-k, thetas) * symbolic.sinusoid_vector(p, thetas)
+    assert symbolic.nonzero_witness(symbolic.expand_trig_full(wrong - symbolic.sinusoid_vector(p + k, thetas)))
+
+
+def test_sinusoid_vector_exp_is_the_sinusoid_on_the_unit_circle():
+    w = sp.Symbol("w")
+    phi = sp.Rational(1, 10)
+    as_polynomial = symbolic.sinusoid_vector_exp(3, [10, 1], w).subs(w, sp.exp(sp.I * phi))
+    direct = symbolic.sinusoid_vector(3, [10 * phi, phi])
+    assert np.allclose(np.array(sp.N(as_polynomial - direct, 30), dtype=complex), 0, atol=1e-25)
+    with pytest.raises(ValueError, match="position"):
+        symbolic.sinusoid_vector_exp(1.5, [1], w)
+    with pytest.raises(ValueError, match="powers"):
+        symbolic.sinusoid_vector_exp(1, [0.5], w)
+
+
+def test_clip_and_shaw_score_match_companion_relative():
+    from companion import relative
+    assert [symbolic.clip(t, 2) for t in (-5, -2, 0, 1, 7)] == [-2, -2, 0, 1, 2]
+    rng = np.random.default_rng(3)
+    q, k, table = rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(5, 3))
+    expected = relative.shaw_scores(q, k, table)
+    def key_table(t):
+        return sp.Matrix(table[int(t) + 2])
+    got = np.array([[float(symbolic.shaw_score(sp.Matrix(q[i]), sp.Matrix(k[j]), key_table, i, j, 2))
+                     for j in range(4)] for i in range(4)])
+    assert np.allclose(got, expected, atol=1e-12)
+    with pytest.raises(ValueError, match="same height"):
+        symbolic.shaw_score(sp.Matrix([1, 2]), sp.Matrix([1]), key_table, 0, 0, 2)
+
+
+def test_expand_trig_full_uses_the_pythagorean_identity():
+    a, b = sp.symbols("a b", real=True)
+    # sin(a + b) cos(b) + ... needs sin^2 + cos^2 = 1 after the addition formulas
+    identity = sp.sin(a + b) * sp.sin(b) + sp.cos(a + b) * sp.cos(b) - sp.cos(a)
+    assert symbolic.expand_trig_full(identity) == 0
+    assert symbolic.expand_trig_full(sp.cos(a) ** 4 - (1 - sp.sin(a) ** 2) ** 2) == 0
+    assert symbolic.expand_trig_full(sp.cos(a) ** 2 - sp.sin(a) ** 2) != 0
