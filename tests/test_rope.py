@@ -554,7 +554,7 @@ def test_self_attention_is_shift_invariant_and_leaves_values_alone():
     (lambda: rope.layout_permutation(8, target="pairs"), "target"),
     (lambda: rope.rotation_matrices([1], rope.inv_freq(4), layout="neox"), "layout"),
     (lambda: rope.relative_score(np.ones(4), np.ones(4), 1.5, rope.inv_freq(4)), "distance"),
-    (lambda: rope.score(np.ones(4), np.ones(6), 0, 1, rope.inv_freq(4)), "x"),
+    (lambda: rope.score(np.ones(4), np.ones(6), 0, 1, rope.inv_freq(4)), "k must"),
     (lambda: rope.complex_score(np.ones(4), np.ones(6), 0, 1, rope.inv_freq(4)), "k"),
     (lambda: rope.to_complex(np.ones(5)), "x"),
     (lambda: rope.decay_bound(np.ones(3), [1.0], rope.inv_freq(4)), "h"),
