@@ -199,3 +199,16 @@ def test_masked_self_attention_equals_unmasked_with_permuted_mask(n, seed):
         # and the fixed mask does break equivariance (for generic inputs)
         plain, _ = attention.self_attention(X, *Ws, mask=M)
         assert not np.allclose(lhs, P @ plain, atol=1e-9)
+
+
+def test_self_attention_of_a_batch_is_the_attention_of_each_sequence():
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=(2, 3, 5, 4))  # (batch, heads, n, d_model)
+    w_q, w_k, w_v = rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))
+    mask = attention.causal_mask(5)
+    out, weights = attention.self_attention(x, w_q, w_k, w_v, mask=mask)
+    assert out.shape == (2, 3, 5, 2) and weights.shape == (2, 3, 5, 5)
+    for b in range(2):
+        for h in range(3):
+            ref_out, ref_w = reference_attention(x[b, h] @ w_q, x[b, h] @ w_k, x[b, h] @ w_v, mask=mask)
+            assert np.allclose(out[b, h], ref_out, atol=1e-13) and np.allclose(weights[b, h], ref_w, atol=1e-13)

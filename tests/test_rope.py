@@ -596,3 +596,13 @@ def test_self_attention_is_shift_invariant_and_leaves_values_alone():
 def test_bad_input_raises_value_error_naming_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("n_max,k_min", [(16_384, 1), (32_768, 1), (16_390, 7)])
+def test_nearest_return_at_a_whole_number_of_blocks(n_max, k_min):
+    # n_max + 1 - k_min is a multiple of the block size (16,384): the last block ends exactly at n_max.
+    theta = rope.inv_freq(8)[:2]
+    ks = np.arange(k_min, n_max + 1, dtype=np.float64)
+    dist = rope.reading_distance(ks, theta)
+    j = int(np.argmin(dist))
+    assert rope.nearest_return(n_max, theta, k_min) == (int(ks[j]), float(dist[j]))
