@@ -110,6 +110,10 @@ def numeric(name: str, value, dtype=np.float64) -> np.ndarray:
     raw = np.asarray(value) if not isinstance(value, np.ndarray) else value
     if raw.dtype == np.bool_:
         raise ValueError(f"{name} must be an array of numbers, got booleans")
+    if raw.dtype == np.object_ and raw.size and all(
+        isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in raw.ravel()
+    ):
+        return raw  # integers beyond int64: the range checks name them
     if raw.dtype.kind in "OUSV" and raw.size:
         try:
             return np.asarray(value, dtype=dtype)

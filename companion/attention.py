@@ -90,7 +90,7 @@ def permutation_matrix(perm) -> np.ndarray:
     orthogonal: ``P.T @ P = I``.
     """
     raw = _checks.numeric("perm", perm, dtype=np.int64)
-    if raw.size and not np.issubdtype(raw.dtype, np.integer):
+    if raw.size and raw.dtype.kind in "fc":
         raise ValueError(f"perm must contain integers 0..n-1, got dtype {raw.dtype}")
     p = _checks.integers("perm", raw)
     if p.ndim != 1 or p.size == 0:

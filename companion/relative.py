@@ -174,6 +174,9 @@ class ShawRelativeAttention(nn.Module):
     of shapes ``(..., n_queries, d)``, ``(..., n_keys, d)``, ``(..., n_keys, d_v)`` and
     an optional boolean mask (``True`` = may attend), and returns
     ``(z, alpha)`` of shapes ``(..., n_queries, d_v)`` and ``(..., n_queries, n_keys)``.
+    A tensor of the wrong type, dtype or shape, or a mask row with no key left, raises
+    ``ValueError`` as :func:`shaw_attention` does; like torch's own layers, the inputs
+    are not scanned for NaN.
     """
 
     def __init__(self, d: int, max_distance: int, d_v: int | None = None):
@@ -362,8 +365,10 @@ def t5_bucket(
         \frac{\ln(n / e)}{\ln(\text{max\_distance} / e)}\,(B - e) \Bigr\rfloor\Bigr),
 
     log-spaced up to ``max_distance``; every larger distance shares the last bucket.
-    With the defaults (32, 128), distances 0..7 are exact in each direction and all
-    of 128 and beyond fall in one bucket per direction.
+    With the defaults (32, 128), distances 0..7 are exact in each direction, and
+    every distance from 91 on (encoder; 113 for the decoder, which has twice the
+    buckets for one direction) falls in the last bucket: the floor reaches ``B - 1``
+    well before ``max_distance``.
 
     Parameters
     ----------

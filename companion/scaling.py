@@ -436,10 +436,13 @@ def llama3_bands(d: int, L: int = LLAMA31_ORIGINAL_CONTEXT, base: float = LLAMA3
 
 
 def longrope_attention_factor(s: float, L: int) -> float:
-    r"""LongRoPE's attention factor ``sqrt(1 + ln(s) / ln(L))``, 1 for ``s <= 1``.
+    r"""The attention factor shipped with LongRoPE models: ``sqrt(1 + ln(s) / ln(L))``, 1 for ``s <= 1``.
 
-    ``L`` is the original training length (Ding et al. 2024; as in Hugging Face
-    ``_compute_longrope_parameters`` and Phi-3, with ``s`` the configured factor).
+    This is the factor of Phi-3's released code (Abdin et al. 2024) and of Hugging
+    Face ``_compute_longrope_parameters``, with ``s`` the configured factor and ``L``
+    the original training length (``original_max_position_embeddings``); the LongRoPE
+    paper (Ding et al. 2024) contributes the searched rescale factors of
+    :func:`longrope`, not this formula. ``s >= 1``; ``L`` an integer ``>= 2``.
     """
     s = _checks.at_least("s", s, 1.0)
     if isinstance(L, bool) or not isinstance(L, numbers.Integral) or L < 2:
@@ -455,7 +458,9 @@ def longrope(d: int, s: float = 1.0, L: int = LLAMA2_CONTEXT, base: float = ROFO
     current length exceeds ``L`` and ``short_factors`` otherwise (Hugging Face
     ``_compute_longrope_parameters``; Phi-3). ``current_length`` defaults to
     ``s * L`` rounded up. Attention factor from :func:`longrope_attention_factor`.
-    Each factor vector: ``d/2`` finite positive numbers. Shape ``(d/2,)``.
+    Each factor vector: ``d/2`` finite positive numbers. Shape ``(d/2,)``. The paper's
+    search also finds ``n_hat``, a number of initial positions left unscaled; Phi-3
+    and Hugging Face ship none (every position is rescaled), and neither does this.
     """
     theta, s, L = _common(d, s, L, base)
     short = _factor_vector("short_factors", short_factors, d)
