@@ -107,14 +107,21 @@ def numeric(name: str, value, dtype=np.float64) -> np.ndarray:
         raise ValueError(f"{name} must be an array of numbers, got the string {value!r}")
     if _is_tensor(value):
         value = value.detach().cpu().numpy()
-    raw = np.asarray(value) if not isinstance(value, np.ndarray) else value
+    try:
+        raw = np.asarray(value) if not isinstance(value, np.ndarray) else value
+    except (TypeError, ValueError, OverflowError) as err:
+        raise ValueError(
+            f"{name} must be an array of numbers (nested lists of equal lengths), got {type(value).__name__}"
+        ) from err
     if raw.dtype == np.bool_:
         raise ValueError(f"{name} must be an array of numbers, got booleans")
+    if raw.dtype.kind in "USV":
+        raise ValueError(f"{name} must be an array of numbers, got dtype {raw.dtype}")
     if raw.dtype == np.object_ and raw.size and all(
         isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in raw.ravel()
     ):
         return raw  # integers beyond int64: the range checks name them
-    if raw.dtype.kind in "OUSV" and raw.size:
+    if raw.dtype.kind == "O" and raw.size:
         try:
             return np.asarray(value, dtype=dtype)
         except (TypeError, ValueError) as err:

@@ -436,7 +436,7 @@ def llama3_bands(d: int, L: int = LLAMA31_ORIGINAL_CONTEXT, base: float = LLAMA3
 
 
 def longrope_attention_factor(s: float, L: int) -> float:
-    r"""The attention factor shipped with LongRoPE models: ``sqrt(1 + ln(s) / ln(L))``, 1 for ``s <= 1``.
+    r"""The attention factor shipped with LongRoPE models: ``sqrt(1 + ln(s) / ln(L))``, 1 at ``s = 1``.
 
     This is the factor of Phi-3's released code (Abdin et al. 2024) and of Hugging
     Face ``_compute_longrope_parameters``, with ``s`` the configured factor and ``L``
@@ -447,7 +447,7 @@ def longrope_attention_factor(s: float, L: int) -> float:
     s = _checks.at_least("s", s, 1.0)
     if isinstance(L, bool) or not isinstance(L, numbers.Integral) or L < 2:
         raise ValueError(f"L must be an integer >= 2 (ln L > 0), got {L!r}")
-    return 1.0 if s <= 1.0 else math.sqrt(1.0 + math.log(s) / math.log(L))
+    return math.sqrt(1.0 + math.log(s) / math.log(L))  # exactly 1 at s = 1
 
 
 def longrope(d: int, s: float = 1.0, L: int = LLAMA2_CONTEXT, base: float = ROFORMER_BASE,

@@ -166,7 +166,7 @@ class Array(Arg):
         v = self._v()
         out = [c for c in WRONG_TYPES if not (self.optional and c[1] is None)]
         out += [("nan entry", _put(v, NAN)), ("inf entry", _put(v, INF)), ("complex", v + 1j),
-                ("bool", v > 0)]
+                ("bool", v > 0), ("numeric strings", v.astype(str)), ("ragged", [[1.0, 2.0], [3.0]])]
         if not self.neg_inf_ok:
             out.append(("-inf entry", _put(v, -INF)))
         if not self.empty_ok:
@@ -870,7 +870,7 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
-def call(spec: Spec, kwargs: dict, seconds: int = 10):
+def call(spec: Spec, kwargs: dict, seconds: int = 60):
     """``(result, error)`` of one call, with a time limit (a hang counts as an unhelpful answer)."""
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(seconds)

@@ -539,6 +539,7 @@ def test_yarn_correction_range_is_clamped_to_the_last_index(truncate):
 def test_longrope_attention_factor_bounds():
     assert scaling.longrope_attention_factor(4.0, 2) == math.sqrt(1.0 + math.log(4.0) / math.log(2))
     assert scaling.longrope_attention_factor(1.0, 2) == 1.0
+    assert scaling.longrope_attention_factor(1.5, 4096) == math.sqrt(1.0 + math.log(1.5) / math.log(4096))
     for bad_L in (1, 0, -3, 2.0, True):
         with pytest.raises(ValueError, match="L must be an integer >= 2"):
             scaling.longrope_attention_factor(4.0, bad_L)
