@@ -360,9 +360,9 @@ def position_probe(
     :class:`ProbeResult` with ``mae``, ``accuracy``, ``baseline_mae`` (the error of
     always guessing the mean position, :math:`n/4` for even ``n_tokens``) and the
     ``predicted`` positions of the test sequences. The global PyTorch random state
-    is left as it was. The training work ``steps * n_train * n_tokens * hidden *
-    d_model`` may be at most ``2**38`` multiply-adds (160 times the defaults, minutes on
-    a CPU), and ``lr`` at most 10; more is refused.
+    is left as it was. The training work, ``steps`` times ``n_train * n_tokens``
+    rows times ``hidden * d_model``, may be at most ``2**38`` multiply-adds (160 times
+    the defaults, minutes on a CPU), and ``lr`` at most 10; more is refused.
     """
     n_tokens = _checks.size("n_tokens", n_tokens)
     if n_tokens < 2:
