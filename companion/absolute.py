@@ -56,6 +56,7 @@ def frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     float64 array of shape ``(d // 2,)``.
     """
     d = _checks.even_positive_int("d", d)
+    _checks.entries("d / 2", d // 2)
     base = _checks.positive_float("base", base)
     i = np.arange(d // 2)
     return base ** (-2.0 * i / d)
@@ -91,9 +92,14 @@ def sinusoidal(positions, d: int, base: float = 10000.0) -> np.ndarray:
     -------
     float64 array of shape ``positions.shape + (d,)``; ``(n, d)`` for ``n`` positions.
     """
-    p = _checks.positions("positions", positions).astype(np.float64)
+    return _sinusoid("positions", _checks.positions("positions", positions), d, base)
+
+
+def _sinusoid(name: str, p: np.ndarray, d: int, base: float) -> np.ndarray:
+    """:func:`sinusoidal` of already validated positions ``p`` (named ``name`` in errors)."""
     w = frequencies(d, base)
-    angles = p[..., None] * w
+    _checks.entries(f"{name}.size * d", p.size * w.size * 2)
+    angles = p.astype(np.float64)[..., None] * w
     pe = np.empty(p.shape + (d,))
     pe[..., 0::2] = np.sin(angles)
     pe[..., 1::2] = np.cos(angles)
@@ -116,6 +122,9 @@ class SinusoidalPositions(nn.Module):
 
     def forward(self, positions, dtype: torch.dtype | None = None) -> torch.Tensor:
         p = _torch_positions("positions", positions)
+        if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise ValueError(f"dtype must be a floating-point torch.dtype (or None), got {dtype!r}")
+        _checks.entries("positions.numel() * d", p.numel() * self.d)
         work = _work_dtype(p.device)
         two_i = torch.arange(0, self.d, 2, device=p.device, dtype=work)
         w = self.base ** (-two_i / self.d)
@@ -155,8 +164,8 @@ def rotation_for_offset(k: int, d: int, base: float = 10000.0) -> np.ndarray:
     -------
     float64 array of shape ``(d, d)``, block-diagonal with 2 x 2 blocks.
     """
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise ValueError(f"k must be an integer offset (positive, zero or negative), got {k!r}")
+    k = _offset("k", k)
+    _checks.entries("d * d", _checks.even_positive_int("d", d) ** 2)
     angle = frequencies(d, base) * float(k)
     c, s = np.cos(angle), np.sin(angle)
     sin_row = np.arange(0, d, 2)
@@ -184,9 +193,13 @@ def position_dot_products(m, n, d: int, base: float = 10000.0) -> np.ndarray:
     ``m`` and ``n`` are non-negative integers of broadcastable shapes; the result has
     their broadcast shape (use ``m[:, None]`` and ``n[None, :]`` for a table).
     """
-    pm = sinusoidal(m, d, base)
-    pn = sinusoidal(n, d, base)
-    return np.sum(pm * pn, axis=-1)
+    m = _checks.positions("m", m)
+    n = _checks.positions("n", n)
+    try:
+        np.broadcast_shapes(m.shape, n.shape)
+    except ValueError as err:
+        raise ValueError(f"m and n must have shapes that broadcast, got {m.shape} and {n.shape}") from err
+    return np.sum(_sinusoid("m", m, d, base) * _sinusoid("n", n, d, base), axis=-1)
 
 
 def dot_product_at_distance(k, d: int, base: float = 10000.0) -> np.ndarray:
@@ -197,7 +210,9 @@ def dot_product_at_distance(k, d: int, base: float = 10000.0) -> np.ndarray:
     the dot product alone cannot tell before from after.
     """
     k = _checks.integers("k", k).astype(np.float64)
-    return np.sum(np.cos(k[..., None] * frequencies(d, base)), axis=-1)
+    w = frequencies(d, base)
+    _checks.entries("k.size * d / 2", k.size * w.size)
+    return np.sum(np.cos(k[..., None] * w), axis=-1)
 
 
 def score_terms(e, pe, w_q, w_k) -> dict:
@@ -244,6 +259,7 @@ def score_terms(e, pe, w_q, w_k) -> dict:
         "position_position": pe @ M @ pe.T,
     }
     terms["total"] = sum(terms.values())
+    _checks.finite_result("e and pe", terms["total"], "the four terms must stay finite: scale e and pe down")
     return terms
 
 
@@ -266,15 +282,18 @@ def position_score(m, k: int, M, base: float = 10000.0) -> np.ndarray:
     float64 array of the shape of ``m``.
     """
     M = _checks.array("M", M)
-    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] % 2:
-        raise ValueError(f"M must be a square d x d matrix with d even, got shape {M.shape}")
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise ValueError(f"k must be an integer distance, got {k!r}")
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] % 2 or M.shape[0] == 0:
+        raise ValueError(f"M must be a square d x d matrix with d even and >= 2, got shape {M.shape}")
+    k = _offset("k", k)
     m = _checks.positions("m", m)
     if m.size and m.min() + k < 0:
         raise ValueError(f"m + k must be >= 0 for every m (positions start at 0); got min(m) + k = {m.min() + k}")
+    if m.size and m.max() + k > _checks.MAX_POSITION:
+        raise ValueError(f"m + k must be at most 2**32 (the supported range); got max(m) + k = {m.max() + k}")
     d = M.shape[0]
-    return np.einsum("...i,ij,...j->...", sinusoidal(m, d, base), M, sinusoidal(m + k, d, base))
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.einsum("...i,ij,...j->...", _sinusoid("m", m, d, base), M, _sinusoid("m", m + k, d, base))
+    return _checks.finite_result("M's entries", out, "the score overflows float64: scale M down")
 
 
 class LearnedPositions(nn.Module):
@@ -293,8 +312,9 @@ class LearnedPositions(nn.Module):
 
     def __init__(self, max_positions: int, d: int):
         super().__init__()
-        self.max_positions = _checks.positive_int("max_positions", max_positions)
-        self.d = _checks.positive_int("d", d)
+        self.max_positions = _checks.size("max_positions", max_positions)
+        self.d = _checks.size("d", d)
+        _checks.entries("max_positions * d", self.max_positions * self.d)
         self.table = nn.Embedding(self.max_positions, self.d)
         nn.init.normal_(self.table.weight, mean=0.0, std=0.02)
 
@@ -345,12 +365,27 @@ def perplexity(probabilities) -> float:
             "probabilities must lie in (0, 1] (a probability of 0 for the true token gives an "
             f"infinite perplexity), got values from {p.min()} to {p.max()}"
         )
-    return float(np.exp(-np.mean(np.log(p))))
+    mean_nll = -np.mean(np.log(p))
+    if mean_nll > _LOG_MAX_FLOAT:
+        raise ValueError(
+            "probabilities must not be this small: the perplexity exceeds the largest float64 "
+            f"(1.8e308); the mean negative log-likelihood is {mean_nll:.6g} nats, report that instead"
+        )
+    return float(np.exp(mean_nll))
 
 
 # --- private helpers ---------------------------------------------------------------
 
+_LOG_MAX_FLOAT = float(np.log(np.finfo(np.float64).max))
 
+
+def _offset(name: str, value) -> int:
+    """An integer offset or distance of either sign within the supported range, or ValueError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or abs(value) > _checks.MAX_POSITION:
+        raise ValueError(
+            f"{name} must be an integer offset (positive, zero or negative) of size at most 2**32, got {value!r}"
+        )
+    return int(value)
 
 
 def _matrix(name: str, value, rows: int | None = None) -> np.ndarray:
@@ -363,15 +398,18 @@ def _matrix(name: str, value, rows: int | None = None) -> np.ndarray:
 
 
 def _torch_positions(name: str, positions, device=None) -> torch.Tensor:
-    """An integer tensor of non-negative positions (moved to ``device`` if given), or ValueError."""
-    p = positions if isinstance(positions, torch.Tensor) else torch.as_tensor(positions)
-    if p.dtype == torch.bool or p.is_floating_point() or p.is_complex():
-        raise ValueError(f"{name} must be a tensor of non-negative integers, got dtype {p.dtype}")
+    """An int64 tensor of non-negative positions (moved to ``device`` if given), or ValueError.
+
+    Integer tensors, lists and numpy arrays are accepted, and so are floating-point
+    tensors holding whole numbers (detached); every position must be at most 2**32.
+    """
+    p = _checks.tensor_integers(name, positions, "non-negative integers", floats=False)
     if device is not None:
         p = p.to(device)
     if p.numel() and int(p.min()) < 0:
         raise ValueError(f"{name} must be non-negative integers, got a minimum of {int(p.min())}")
     return p
+
 
 
 def _work_dtype(device: torch.device) -> torch.dtype:

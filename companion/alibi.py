@@ -36,7 +36,7 @@ def slopes(n_heads: int) -> np.ndarray:
 
     Returns float64 of shape ``(n_heads,)``.
     """
-    n_heads = _checks.positive_int("n_heads", n_heads)
+    n_heads = _checks.size("n_heads", n_heads, maximum=_checks.MAX_ENTRIES)
     p = 1 << (n_heads.bit_length() - 1)  # largest power of two <= n_heads
     h = np.arange(1, p + 1)
     first = 2.0 ** (-8.0 * h / p)
@@ -61,8 +61,10 @@ def bias(n_heads: int, n_queries: int, n_keys: int | None = None, mask_future: b
     With ``mask_future=False`` every entry is :math:`-m_h (i - j)`, finite (positive
     above the diagonal); use it with a separate boolean mask such as
     :func:`companion.attention.causal_mask`, e.g. as the ``bias`` of
-    :func:`companion.attention.scaled_dot_product_attention`, which accepts only
-    finite biases.
+    :func:`companion.attention.scaled_dot_product_attention` (which accepts both
+    forms: ``-inf`` entries mask a key out, like ``mask``). The finite form is
+    convenient where one bias must serve several masks, or where ``-inf`` would turn
+    into NaN, as in a sum with another infinite bias or a product with zero.
 
     The authors' code adds :math:`m_h j` instead, which differs from
     :math:`-m_h (i - j)` by :math:`m_h i`, a constant along each row: the softmax is
@@ -70,13 +72,11 @@ def bias(n_heads: int, n_queries: int, n_keys: int | None = None, mask_future: b
 
     Returns float64 of shape ``(n_heads, n_queries, n_keys)``.
     """
+    n_heads = _checks.size("n_heads", n_heads, maximum=_checks.MAX_ENTRIES)
+    n_queries, n_keys = _sizes(n_queries, n_keys)
+    mask_future = _checks.boolean("mask_future", mask_future)
+    _checks.entries("n_heads * n_queries * n_keys", n_heads * n_queries * n_keys)
     m = slopes(n_heads)
-    n_queries = _checks.positive_int("n_queries", n_queries)
-    n_keys = n_queries if n_keys is None else _checks.positive_int("n_keys", n_keys)
-    if n_keys < n_queries:
-        raise ValueError(f"n_keys must be >= n_queries ({n_queries}): the queries are the last positions, got {n_keys}")
-    if not isinstance(mask_future, bool | np.bool_):
-        raise ValueError(f"mask_future must be True or False, got {mask_future!r}")
     i = np.arange(n_queries)[:, None] + (n_keys - n_queries)
     j = np.arange(n_keys)[None, :]
     b = m[:, None, None] * (j - i)  # = -m (i - j), written so the diagonal is +0.0
@@ -104,8 +104,10 @@ def distance_weights(n_heads: int, n_keys: int) -> np.ndarray:
 
     Returns float64 of shape ``(n_heads, n_keys)``; each row sums to 1.
     """
+    n_heads = _checks.size("n_heads", n_heads, maximum=_checks.MAX_ENTRIES)
+    n_keys = _checks.size("n_keys", n_keys)
+    _checks.entries("n_heads * n_keys", n_heads * n_keys)
     m = slopes(n_heads)[:, None]
-    n_keys = _checks.positive_int("n_keys", n_keys)
     k = np.arange(n_keys)[None, :]
     return np.exp(-m * k) * (np.expm1(-m) / np.expm1(-m * n_keys))
 
@@ -126,7 +128,7 @@ def tail_weight(n_heads: int, n_keys: int, distance: int) -> np.ndarray:
     Returns float64 of shape ``(n_heads,)``.
     """
     m = slopes(n_heads)
-    n_keys = _checks.positive_int("n_keys", n_keys)
+    n_keys = _checks.size("n_keys", n_keys)
     if isinstance(distance, bool) or not isinstance(distance, numbers.Integral) or not 0 <= distance < n_keys:
         raise ValueError(f"distance must be an integer in 0..{n_keys - 1} (n_keys - 1), got {distance!r}")
     distance = int(distance)
@@ -172,17 +174,13 @@ class ALiBi(nn.Module):
 
     def __init__(self, n_heads: int):
         super().__init__()
-        self.n_heads = _checks.positive_int("n_heads", n_heads)
+        self.n_heads = _checks.size("n_heads", n_heads, maximum=_checks.MAX_ENTRIES)
         shown = torch.from_numpy(slopes(self.n_heads)).to(torch.get_default_dtype())
         self.register_buffer("slopes", shown, persistent=False)
 
     def forward(self, n_queries: int, n_keys: int | None = None) -> torch.Tensor:
-        n_queries = _checks.positive_int("n_queries", n_queries)
-        n_keys = n_queries if n_keys is None else _checks.positive_int("n_keys", n_keys)
-        if n_keys < n_queries:
-            raise ValueError(
-                f"n_keys must be >= n_queries ({n_queries}): the queries are the last positions, got {n_keys}"
-            )
+        n_queries, n_keys = _sizes(n_queries, n_keys)
+        _checks.entries("n_heads * n_queries * n_keys", self.n_heads * n_queries * n_keys)
         device, dtype = self.slopes.device, self.slopes.dtype
         work = torch.float32 if device.type == "mps" else torch.float64
         # Exact slopes at every call, so that casting the module to float32 and back loses nothing.
@@ -194,3 +192,12 @@ class ALiBi(nn.Module):
 
     def extra_repr(self) -> str:
         return f"n_heads={self.n_heads}"
+
+
+def _sizes(n_queries, n_keys) -> tuple[int, int]:
+    """``(n_queries, n_keys)`` with ``n_keys`` defaulting to ``n_queries`` and ``>= n_queries``."""
+    n_queries = _checks.size("n_queries", n_queries)
+    n_keys = n_queries if n_keys is None else _checks.size("n_keys", n_keys)
+    if n_keys < n_queries:
+        raise ValueError(f"n_keys must be >= n_queries ({n_queries}): the queries are the last positions, got {n_keys}")
+    return n_queries, n_keys

@@ -17,6 +17,8 @@ heads) broadcast.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from . import _checks
@@ -40,16 +42,18 @@ def softmax(scores, axis: int = -1) -> np.ndarray:
     Entries equal to ``-inf`` (masked positions) get weight exactly 0; a slice that is
     entirely ``-inf`` has no valid softmax and raises ``ValueError``.
     """
-    s = np.asarray(scores, dtype=np.float64)
+    s = _checks.array("scores", scores, neg_inf=True)
     if s.ndim == 0:
         raise ValueError("scores must have at least 1 dimension, got a scalar")
-    if not -s.ndim <= axis < s.ndim:
-        raise ValueError(f"axis must be in [{-s.ndim}, {s.ndim - 1}] for scores of shape {s.shape}, got {axis}")
-    if np.any(np.isnan(s)) or np.any(s == np.inf):
-        raise ValueError("scores must not contain nan or +inf (use -inf only to mask an entry out)")
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -s.ndim <= axis < s.ndim:
+        raise ValueError(f"axis must be an integer in [{-s.ndim}, {s.ndim - 1}] for scores of shape {s.shape}, "
+                         f"got {axis!r}")
+    if s.shape[axis] == 0:
+        raise ValueError(f"scores must have at least one entry along axis {axis}, got shape {s.shape}")
     peak = np.max(s, axis=axis, keepdims=True)
     if np.any(peak == -np.inf):
-        raise ValueError("scores has a slice along `axis` that is entirely -inf: no entry is left to attend to")
+        raise ValueError("scores must keep a finite entry in every slice along `axis`: "
+                         "a slice that is entirely -inf leaves nothing to attend to")
     e = np.exp(s - peak)
     return e / np.sum(e, axis=axis, keepdims=True)
 
@@ -65,12 +69,13 @@ def causal_mask(n_queries: int, n_keys: int | None = None) -> np.ndarray:
     Shape ``(n_queries, n_keys)``; ``n_keys`` defaults to ``n_queries`` and must be
     ``>= n_queries``.
     """
-    n_queries = _checks.positive_int("n_queries", n_queries)
-    n_keys = n_queries if n_keys is None else _checks.positive_int("n_keys", n_keys)
+    n_queries = _checks.size("n_queries", n_queries)
+    n_keys = n_queries if n_keys is None else _checks.size("n_keys", n_keys)
     if n_keys < n_queries:
         raise ValueError(
             f"n_keys must be >= n_queries ({n_queries}) so that every query sees at least one key, got {n_keys}"
         )
+    _checks.entries("n_queries * n_keys", n_queries * n_keys)
     offset = n_keys - n_queries
     i = np.arange(n_queries)[:, None]
     j = np.arange(n_keys)[None, :]
@@ -84,13 +89,15 @@ def permutation_matrix(perm) -> np.ndarray:
     the rows of ``X``, ``perm = [2, 0, 1]`` gives ``P X = [C, A, B]``. ``P`` is
     orthogonal: ``P.T @ P = I``.
     """
-    p = np.asarray(perm)
+    raw = _checks.numeric("perm", perm, dtype=np.int64)
+    if raw.size and raw.dtype.kind in "fc":
+        raise ValueError(f"perm must contain integers 0..n-1, got dtype {raw.dtype}")
+    p = _checks.integers("perm", raw)
     if p.ndim != 1 or p.size == 0:
         raise ValueError(f"perm must be a non-empty 1-D sequence of indices, got shape {p.shape}")
-    if not np.issubdtype(p.dtype, np.integer):
-        raise ValueError(f"perm must contain integers 0..n-1, got dtype {p.dtype}")
     n = p.size
-    if sorted(p.tolist()) != list(range(n)):
+    _checks.entries("len(perm) ** 2", n * n)
+    if not np.array_equal(np.sort(p), np.arange(n)):
         raise ValueError(f"perm must contain each of 0..{n - 1} exactly once, got {p.tolist()}")
     P = np.zeros((n, n))
     P[np.arange(n), p] = 1.0
@@ -124,36 +131,48 @@ def scaled_dot_product_attention(q, k, v, mask=None, bias=None):
     q = _checks.array("q", q, ndim_at_least=2)
     k = _checks.array("k", k, ndim_at_least=2)
     v = _checks.array("v", v, ndim_at_least=2)
-    if q.shape[-1] != k.shape[-1]:
+    if q.shape[-1] != k.shape[-1] or q.shape[-1] == 0:
         raise ValueError(
-            f"q and k must have the same last dimension d_k, got q {q.shape} and k {k.shape}"
+            f"q and k must have the same last dimension d_k >= 1, got q {q.shape} and k {k.shape}"
         )
-    if k.shape[-2] != v.shape[-2]:
+    if k.shape[-2] != v.shape[-2] or k.shape[-2] == 0:
         raise ValueError(
-            f"k and v must have the same number of rows n_keys, got k {k.shape} and v {v.shape}"
+            f"k and v must have the same number of rows n_keys >= 1, got k {k.shape} and v {v.shape}"
         )
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    try:
+        np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError as err:
+        raise ValueError(
+            f"q, k and v must have leading (batch, head) dimensions that broadcast, got q {q.shape}, "
+            f"k {k.shape} and v {v.shape}"
+        ) from err
+    return _attend(q, k, v, mask, bias, "q and k")
+
+
+def _attend(q, k, v, mask, bias, sources: str):
+    """The attention of validated ``q``, ``k``, ``v``; overflow is blamed on ``sources``."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    _checks.finite_result(sources, scores, "q k^T / sqrt(d_k) overflows: scale them down")
     if bias is not None:
-        bias = np.asarray(bias, dtype=np.float64)
-        if np.any(np.isnan(bias)) or np.any(bias == np.inf):
-            raise ValueError("bias must not contain nan or +inf (-inf is allowed and masks an entry out)")
+        bias = _checks.array("bias", bias, neg_inf=True)
         try:
             scores = scores + bias
         except ValueError as err:
             raise ValueError(
-                f"bias of shape {bias.shape} cannot broadcast with the scores of shape {scores.shape} "
+                f"bias of shape {bias.shape} must broadcast with the scores of shape {scores.shape} "
                 "(..., n_queries, n_keys)"
             ) from err
+        _checks.finite_result("bias and q k^T", np.where(scores == -np.inf, 0.0, scores))
     if mask is not None:
-        m = np.asarray(mask)
-        if m.dtype != np.bool_:
-            raise ValueError(f"mask must be a boolean array (True = may attend), got dtype {m.dtype}")
-        m = _broadcast("mask", m, scores.shape)
-        if not np.all(m.any(axis=-1)):
-            raise ValueError("mask leaves some query with no key to attend to (a row of mask is all False)")
+        m = _checks.mask("mask", mask, scores.shape)
         scores = np.where(m, scores, -np.inf)
+    if np.any(np.all(scores == -np.inf, axis=-1)):
+        raise ValueError("mask and bias must leave every query a key to attend to: "
+                         "some row of the scores is entirely masked or -inf")
     weights = softmax(scores, axis=-1)
-    return weights @ v, weights
+    out = weights @ v
+    return out, weights
 
 
 def self_attention(x, w_q, w_k, w_v, mask=None, bias=None):
@@ -167,13 +186,9 @@ def self_attention(x, w_q, w_k, w_v, mask=None, bias=None):
     """
     x = _checks.array("x", x, ndim_at_least=2)
     w_q, w_k, w_v = (_checks.projection(name, w, x.shape[-1]) for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)))
-    return scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, mask=mask, bias=bias)
-
-
-def _broadcast(name: str, a: np.ndarray, shape: tuple) -> np.ndarray:
-    try:
-        return np.broadcast_to(a, shape)
-    except ValueError as err:
-        raise ValueError(
-            f"{name} of shape {a.shape} cannot broadcast to the score shape {shape} (..., n_queries, n_keys)"
-        ) from err
+    if w_k.shape[1] != w_q.shape[1] or w_q.shape[1] == 0:
+        raise ValueError(f"w_k must have as many columns as w_q (d_k = {w_q.shape[1]} >= 1), got shape {w_k.shape}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        q, k, v = x @ w_q, x @ w_k, x @ w_v
+    _checks.finite_result("x and its projections", (q, k, v))
+    return _attend(q, k, v, mask, bias, "x, w_q and w_k")

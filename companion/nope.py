@@ -61,7 +61,8 @@ def uniform_causal_weights(n: int) -> np.ndarray:
     over those :math:`i + 1` keys (Haviv et al. 2022). Shape ``(n, n)``, float64;
     each row sums to 1.
     """
-    n = _checks.positive_int("n", n)
+    n = _checks.size("n", n)
+    _checks.entries("n * n", n * n)
     mask = causal_mask(n)
     return mask / np.sum(mask, axis=1, keepdims=True)
 
@@ -72,7 +73,8 @@ def uniform_bidirectional_weights(n: int) -> np.ndarray:
     Every row is the same, so nothing in the output depends on the row's position
     (the permutation argument; Haviv et al. 2022 contrast). Shape ``(n, n)``, float64.
     """
-    n = _checks.positive_int("n", n)
+    n = _checks.size("n", n)
+    _checks.entries("n * n", n * n)
     return np.full((n, n), 1.0 / n)
 
 
@@ -89,8 +91,7 @@ def position_signal(n: int, causal: bool = True) -> np.ndarray:
     the mask every position gets the same :math:`1/n` and carries no position.
     Shape ``(n,)``, float64.
     """
-    if not isinstance(causal, bool | np.bool_):
-        raise ValueError(f"causal must be True or False, got {causal!r}")
+    causal = _checks.boolean("causal", causal)
     weights = uniform_causal_weights(n) if causal else uniform_bidirectional_weights(n)
     v = np.zeros(weights.shape[1])
     v[0] = 1.0
@@ -107,8 +108,15 @@ def read_position(signal, rtol: float = 1e-9) -> np.ndarray:
     """
     o = _checks.array("signal", signal)
     rtol = _checks.positive_float("rtol", rtol)
+    if rtol >= 1:
+        raise ValueError(f"rtol must be a real number with 0 < rtol < 1, got {rtol}")
     if np.any(o <= 0) or np.any(o > 1 + rtol):
         raise ValueError("signal must lie in (0, 1]: a uniform causal head gives 1/(i+1) at position i")
+    if np.any(o < 1.0 / (_checks.MAX_POSITION + 1)):
+        raise ValueError(
+            f"signal must be at least 1/(2**32 + 1): smaller entries stand for positions beyond the "
+            f"supported range 0..2**32, got a minimum of {o.min():.6g}"
+        )
     count = np.rint(1.0 / o)
     if np.any(np.abs(count * o - 1.0) > rtol):
         raise ValueError(
@@ -135,10 +143,9 @@ def irope_layer_pattern(n_layers: int, nope_every: int = 4) -> list[str]:
 
     Returns a list of ``n_layers`` strings, each ``"rope"`` or ``"nope"``.
     """
-    n_layers = _checks.positive_int("n_layers", n_layers)
+    n_layers = _checks.size("n_layers", n_layers, maximum=2**20)
     nope_every = _checks.positive_int("nope_every", nope_every)
-    is_nope = (np.arange(1, n_layers + 1) % nope_every) == 0
-    return np.where(is_nope, "nope", "rope").tolist()
+    return ["nope" if (layer + 1) % nope_every == 0 else "rope" for layer in range(n_layers)]
 
 
 def attention_temperature(positions, floor_scale: float = 8192, attn_scale: float = 0.1) -> np.ndarray:
@@ -203,9 +210,9 @@ def single_key_weight(n_keys, margin, scale=1.0) -> np.ndarray:
     -------
     float64 array, the broadcast shape of the three arguments, entries in (0, 1].
     """
-    n = np.asarray(n_keys)
-    if n.dtype == np.bool_ or not np.issubdtype(n.dtype, np.integer) or np.any(n < 1):
-        raise ValueError(f"n_keys must be integers >= 1, got {n_keys!r}")
+    n = _checks.integers("n_keys", n_keys)
+    if np.any(n < 1):
+        raise ValueError(f"n_keys must be integers >= 1, got a minimum of {n.min()}")
     delta = _checks.array("margin", margin)
     tau = _checks.array("scale", scale)
     if np.any(tau <= 0):
@@ -216,19 +223,23 @@ def single_key_weight(n_keys, margin, scale=1.0) -> np.ndarray:
         raise ValueError(
             f"n_keys, margin and scale must broadcast together, got shapes {n.shape}, {delta.shape}, {tau.shape}"
         ) from err
-    others = (n.astype(np.float64) - 1.0) * np.exp(-tau * delta)
-    return np.broadcast_to(1.0 / (1.0 + others), shape).astype(np.float64)
+    # w = 1 / (1 + (n - 1) e^{-tau delta}) = exp(-log(1 + e^{log(n - 1) - tau delta})): no overflow,
+    # and exactly 1 for a single key (log 0 = -inf) whatever the margin.
+    with np.errstate(divide="ignore"):
+        log_others = np.log(n.astype(np.float64) - 1.0) - tau * delta
+    w = np.exp(-np.logaddexp(0.0, log_others))
+    return np.broadcast_to(w, shape).astype(np.float64)
 
 
 def _bool(name: str, value) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
+    return _checks.boolean(name, value)
 
 
 def _seed(value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
         raise ValueError(f"seed must be an integer >= 0, got {value!r}")
+    if value >= 2**63:
+        raise ValueError(f"seed must be an integer in 0..2**63 - 1 (torch's seeds are 64-bit), got {value}")
     return int(value)
 
 
@@ -268,11 +279,14 @@ def nope_layer_outputs(
     outputs : float64 array ``(n_sequences, n_tokens, d_model)``.
     tokens : int64 array ``(n_sequences, n_tokens)`` of token ids.
     """
-    n_sequences = _checks.positive_int("n_sequences", n_sequences)
-    n_tokens = _checks.positive_int("n_tokens", n_tokens)
+    n_sequences = _checks.size("n_sequences", n_sequences)
+    n_tokens = _checks.size("n_tokens", n_tokens)
     causal = _bool("causal", causal)
-    d_model = _checks.positive_int("d_model", d_model)
-    vocab_size = _checks.positive_int("vocab_size", vocab_size)
+    d_model = _checks.size("d_model", d_model)
+    vocab_size = _checks.size("vocab_size", vocab_size)
+    _checks.entries("n_sequences * n_tokens * d_model", n_sequences * n_tokens * max(d_model, n_tokens))
+    _checks.entries("(vocab_size + 1) * d_model", (vocab_size + 1) * d_model)
+    _checks.entries("d_model ** 2", d_model * d_model)
     weight_std = _checks.positive_float("weight_std", weight_std)
     bos = _bool("bos", bos)
     seed = _seed(seed)
@@ -283,8 +297,15 @@ def nope_layer_outputs(
     if bos:
         tokens[:, 0] = vocab_size
     mask = causal_mask(n_tokens) if causal else None
-    outputs, _ = self_attention(embedding[tokens], w_q, w_k, w_v, mask=mask)
+    try:
+        outputs, _ = self_attention(embedding[tokens], w_q, w_k, w_v, mask=mask)
+    except ValueError as err:  # the inputs are well formed, so only the scale can be at fault
+        raise ValueError(f"weight_std must be small enough for finite attention scores, got {weight_std}") from err
     return outputs, tokens.astype(np.int64)
+
+
+#: Most training work :func:`position_probe` takes on (160 times its defaults, minutes on a CPU).
+_PROBE_WORK = 2**38
 
 
 class ProbeResult(NamedTuple):
@@ -339,16 +360,27 @@ def position_probe(
     :class:`ProbeResult` with ``mae``, ``accuracy``, ``baseline_mae`` (the error of
     always guessing the mean position, :math:`n/4` for even ``n_tokens``) and the
     ``predicted`` positions of the test sequences. The global PyTorch random state
-    is left as it was.
+    is left as it was. The training work, ``steps`` times ``n_train * n_tokens``
+    rows times ``hidden * d_model``, may be at most ``2**38`` multiply-adds (160 times
+    the defaults, minutes on a CPU), and ``lr`` at most 10; more is refused.
     """
-    n_tokens = _checks.positive_int("n_tokens", n_tokens)
+    n_tokens = _checks.size("n_tokens", n_tokens)
     if n_tokens < 2:
         raise ValueError(f"n_tokens must be an integer >= 2 (one slot has no position to find), got {n_tokens}")
-    n_train = _checks.positive_int("n_train", n_train)
-    n_test = _checks.positive_int("n_test", n_test)
-    hidden = _checks.positive_int("hidden", hidden)
-    steps = _checks.positive_int("steps", steps)
+    n_train = _checks.size("n_train", n_train)
+    n_test = _checks.size("n_test", n_test)
+    hidden = _checks.size("hidden", hidden)
+    steps = _checks.size("steps", steps)
+    width = _checks.size("d_model", d_model)
+    work = steps * n_train * n_tokens * hidden * width
+    if work > _PROBE_WORK:
+        raise ValueError(
+            f"steps * n_train * n_tokens * hidden * d_model must stay within 2**38 = {_PROBE_WORK:,} "
+            f"multiply-adds of training (minutes on a CPU), got {work:,}; use fewer steps or a smaller probe"
+        )
     lr = _checks.positive_float("lr", lr)
+    if lr > 10.0:
+        raise ValueError(f"lr must be a real number in (0, 10] (Adam's step size), got {lr}")
     seed = _seed(seed)
     outputs, _ = nope_layer_outputs(
         n_train + n_test, n_tokens, causal, d_model=d_model, vocab_size=vocab_size,

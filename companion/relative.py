@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from . import _checks
-from .absolute import sinusoidal
+from .absolute import _sinusoid
 from .attention import softmax
 
 __all__ = [
@@ -57,6 +57,7 @@ def relative_positions(n_queries: int, n_keys: int | None = None) -> np.ndarray:
     negative for keys in the past (Shaw et al. 2018; Raffel et al. 2020).
     """
     n_queries, n_keys = _sizes(n_queries, n_keys)
+    _checks.entries("n_queries * n_keys", n_queries * n_keys)
     i = np.arange(n_queries)[:, None] + (n_keys - n_queries)
     j = np.arange(n_keys)[None, :]
     return j - i
@@ -74,7 +75,11 @@ def clipped_distances(n_queries: int, n_keys: int, k: int) -> np.ndarray:
     """
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
         raise ValueError(f"k (the clipping distance) must be an integer >= 0, got {k!r}")
-    return np.clip(relative_positions(n_queries, n_keys), -k, k)
+    if n_keys is None:
+        raise ValueError("n_keys must be an integer >= n_queries, got None")
+    distances = relative_positions(n_queries, n_keys)
+    reach = min(int(k), n_queries + n_keys)  # clipping beyond the longest distance changes nothing
+    return np.clip(distances, -reach, reach)
 
 
 # --- Shaw, Uszkoreit & Vaswani (2018) -----------------------------------------------
@@ -102,12 +107,14 @@ def shaw_scores(q, k, w_k) -> np.ndarray:
     ``(..., n_queries, n_keys)`` float64.
     """
     q, k = _query_key("q", q, "k", k)
-    c = _clip_from_table("w_k", w_k, q.shape[-1])
     w_k = _checks.array("w_k", w_k)
+    c = _clip_from_table("w_k", w_k, q.shape[-1])
     row = clipped_distances(q.shape[-2], k.shape[-2], c) + c
     content = q @ np.swapaxes(k, -1, -2)
     position = np.take_along_axis(q @ w_k.T, np.broadcast_to(row, q.shape[:-1] + row.shape[-1:]), axis=-1)
-    return (content + position) / np.sqrt(q.shape[-1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = (content + position) / np.sqrt(q.shape[-1])
+    return _checks.finite_result("q, k and w_k", e, "the scores overflow float64: scale them down")
 
 
 def shaw_attention(q, k, v, w_k, w_v, mask=None):
@@ -138,11 +145,18 @@ def shaw_attention(q, k, v, w_k, w_v, mask=None):
     v = _checks.array("v", v, ndim_at_least=2)
     if v.shape[-2] != e.shape[-1]:
         raise ValueError(f"v must have n_keys = {e.shape[-1]} rows like k, got shape {v.shape}")
-    c = _clip_from_table("w_k", w_k, None)
+    try:
+        np.broadcast_shapes(e.shape[:-2], v.shape[:-2])
+    except ValueError as err:
+        raise ValueError(
+            f"v must have leading (batch, head) dimensions that broadcast with q and k, got v {v.shape} "
+            f"for scores {e.shape}"
+        ) from err
+    c = (_checks.array("w_k", w_k).shape[0] - 1) // 2
+    w_v = _checks.array("w_v", w_v)
     c_v = _clip_from_table("w_v", w_v, v.shape[-1])
     if c_v != c:
         raise ValueError(f"w_v must have as many rows as w_k ({2 * c + 1}), got {2 * c_v + 1}")
-    w_v = _checks.array("w_v", w_v)
     alpha = softmax(_apply_mask(e, mask), axis=-1)
     a_v = w_v[clipped_distances(e.shape[-2], e.shape[-1], c) + c]  # (n_queries, n_keys, d_v)
     z = alpha @ v + np.einsum("...ij,ijd->...id", alpha, a_v)
@@ -160,26 +174,31 @@ class ShawRelativeAttention(nn.Module):
     of shapes ``(..., n_queries, d)``, ``(..., n_keys, d)``, ``(..., n_keys, d_v)`` and
     an optional boolean mask (``True`` = may attend), and returns
     ``(z, alpha)`` of shapes ``(..., n_queries, d_v)`` and ``(..., n_queries, n_keys)``.
+    A tensor of the wrong type, dtype or shape, or a mask row with no key left, raises
+    ``ValueError`` as :func:`shaw_attention` does; like torch's own layers, the inputs
+    are not scanned for NaN.
     """
 
     def __init__(self, d: int, max_distance: int, d_v: int | None = None):
         super().__init__()
-        self.d = _checks.positive_int("d", d)
-        self.d_v = self.d if d_v is None else _checks.positive_int("d_v", d_v)
-        self.max_distance = _nonneg_int("max_distance", max_distance)
+        self.d = _checks.size("d", d)
+        self.d_v = self.d if d_v is None else _checks.size("d_v", d_v)
+        self.max_distance = _checks.size("max_distance", max_distance, minimum=0)
         rows = 2 * self.max_distance + 1
+        _checks.entries("(2 max_distance + 1) * max(d, d_v)", rows * max(self.d, self.d_v))
         self.w_k = nn.Parameter(0.02 * torch.randn(rows, self.d))
         self.w_v = nn.Parameter(0.02 * torch.randn(rows, self.d_v))
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None):
         _torch_query_key_value(q, k, v, self.d, self.d_v)
+        mask = _torch_mask("mask", mask, q.shape[:-2], k.shape[:-2], q.shape[-2], k.shape[-2], q.device)
         n_q, n_k, c = q.shape[-2], k.shape[-2], self.max_distance
         row = _torch_relative(n_q, n_k, q.device).clamp(-c, c) + c  # (n_q, n_k)
         w_k, w_v = self.w_k.to(q.dtype), self.w_v.to(v.dtype)
         position = torch.gather(q @ w_k.T, -1, row.expand(*q.shape[:-1], n_k))
         e = (q @ k.transpose(-1, -2) + position) / math.sqrt(self.d)
         if mask is not None:
-            e = e.masked_fill(~mask.to(torch.bool), float("-inf"))
+            e = e.masked_fill(~mask, float("-inf"))
         alpha = torch.softmax(e, dim=-1)
         z = alpha @ v + torch.einsum("...ij,ijd->...id", alpha, w_v[row])
         return z, alpha
@@ -212,10 +231,8 @@ def signed_sinusoid(distances, d: int, base: float = 10000.0) -> np.ndarray:
     :math:`i \ge j`; negative ``t`` only occurs for masked (future) pairs.
     Shape ``distances.shape + (d,)``, float64.
     """
-    t = np.asarray(distances)
-    if t.dtype == np.bool_ or not np.issubdtype(t.dtype, np.integer):
-        raise ValueError(f"distances must be integers, got dtype {t.dtype}")
-    r = sinusoidal(np.abs(t), d, base)
+    t = _checks.integers("distances", distances)
+    r = _sinusoid("distances", np.abs(t), d, base)
     r[..., 0::2] *= np.sign(t)[..., None]
     return r
 
@@ -285,7 +302,8 @@ class TransformerXLScores(nn.Module):
     def __init__(self, d_model: int, d_head: int, base: float = 10000.0):
         super().__init__()
         self.d_model = _checks.even_positive_int("d_model", d_model)
-        self.d_head = _checks.positive_int("d_head", d_head)
+        self.d_head = _checks.size("d_head", d_head)
+        _checks.entries("d_model * d_head", self.d_model * self.d_head)
         self.base = _checks.positive_float("base", base)
         scale = d_model ** -0.5
         self.w_q = nn.Parameter(scale * torch.randn(d_model, d_head))
@@ -295,12 +313,18 @@ class TransformerXLScores(nn.Module):
         self.v = nn.Parameter(torch.zeros(d_head))
 
     def forward(self, e_q: torch.Tensor, e_k: torch.Tensor) -> XLTerms:
+        for name, e in (("e_q", e_q), ("e_k", e_k)):
+            _floating_tensor(name, e)
         if e_q.ndim != 2 or e_k.ndim != 2 or e_q.shape[-1] != self.d_model or e_k.shape[-1] != self.d_model:
             raise ValueError(
                 f"e_q and e_k must be (n, d_model={self.d_model}) matrices, "
                 f"got {tuple(e_q.shape)} and {tuple(e_k.shape)}"
             )
+        if e_k.dtype != e_q.dtype or e_k.device != e_q.device:
+            raise ValueError(f"e_k must have the dtype and device of e_q ({e_q.dtype}, {e_q.device}), "
+                             f"got {e_k.dtype}, {e_k.device}")
         n_q, n_k = _sizes(e_q.shape[0], e_k.shape[0])
+        _checks.entries("n_queries * n_keys", n_q * n_k)
         dev, dt = e_q.device, e_q.dtype
         t = torch.arange(1 - n_q, n_k, device=dev)
         r = _torch_signed_sinusoid(t, self.d_model, self.base).to(dt) @ self.w_kr.to(dt)
@@ -341,8 +365,10 @@ def t5_bucket(
         \frac{\ln(n / e)}{\ln(\text{max\_distance} / e)}\,(B - e) \Bigr\rfloor\Bigr),
 
     log-spaced up to ``max_distance``; every larger distance shares the last bucket.
-    With the defaults (32, 128), distances 0..7 are exact in each direction and all
-    of 128 and beyond fall in one bucket per direction.
+    With the defaults (32, 128), distances 0..7 are exact in each direction, and
+    every distance from 91 on (encoder; 113 for the decoder, which has twice the
+    buckets for one direction) falls in the last bucket: the floor reaches ``B - 1``
+    well before ``max_distance``.
 
     Parameters
     ----------
@@ -356,11 +382,8 @@ def t5_bucket(
     -------
     int64 array of the shape of ``relative_position``, values in ``0..num_buckets-1``.
     """
-    rp = np.asarray(relative_position)
-    if rp.dtype == np.bool_ or not np.issubdtype(rp.dtype, np.integer):
-        raise ValueError(f"relative_position must be integers (key minus query position), got dtype {rp.dtype}")
+    rp = _checks.integers("relative_position", relative_position)
     bidirectional, num_buckets, max_distance = _t5_options(bidirectional, num_buckets, max_distance)
-    rp = rp.astype(np.int64)
     if bidirectional:
         half = num_buckets // 2
         offset = np.where(rp > 0, half, 0)
@@ -394,8 +417,12 @@ def t5_bias(
     ``(n_heads, n_queries, n_keys)`` float64.
     """
     table = _checks.array("table", table)
-    if table.ndim != 2:
-        raise ValueError(f"table must be (num_buckets, n_heads), got shape {table.shape}")
+    if table.ndim != 2 or table.shape[1] == 0:
+        raise ValueError(f"table must be (num_buckets, n_heads) with n_heads >= 1, got shape {table.shape}")
+    if table.shape[0] < 2:
+        raise ValueError(f"table must have num_buckets >= 2 rows (one per bucket), got shape {table.shape}")
+    n_queries, n_keys = _sizes(n_queries, n_keys)
+    _checks.entries("n_heads * n_queries * n_keys", table.shape[1] * n_queries * n_keys)
     bucket = t5_bucket(relative_positions(n_queries, n_keys), bidirectional, table.shape[0], max_distance)
     return np.moveaxis(table[bucket], -1, 0)
 
@@ -416,13 +443,20 @@ class T5RelativeBias(nn.Module):
 
     def __init__(self, n_heads: int, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True):
         super().__init__()
-        self.n_heads = _checks.positive_int("n_heads", n_heads)
+        self.n_heads = _checks.size("n_heads", n_heads)
         self.bidirectional, self.num_buckets, self.max_distance = _t5_options(bidirectional, num_buckets, max_distance)
+        _checks.entries("num_buckets * n_heads", self.num_buckets * self.n_heads)
         self.table = nn.Embedding(self.num_buckets, self.n_heads)
 
     def bucket(self, relative_position: torch.Tensor) -> torch.Tensor:
-        """:func:`t5_bucket` in torch: same rule, same integers, on the input's device."""
-        rp = relative_position
+        """:func:`t5_bucket` in torch: same rule, same integers, on the input's device.
+
+        ``relative_position``: integers (a tensor, list or array), each within the
+        supported range ``±2**32``.
+        """
+        return self._bucket(_checks.tensor_integers("relative_position", relative_position, floats=False))
+
+    def _bucket(self, rp: torch.Tensor) -> torch.Tensor:
         if self.bidirectional:
             half = self.num_buckets // 2
             offset = (rp > 0).long() * half
@@ -438,9 +472,10 @@ class T5RelativeBias(nn.Module):
 
     def forward(self, n_queries: int, n_keys: int | None = None) -> torch.Tensor:
         n_q, n_k = _sizes(n_queries, n_keys)
+        _checks.entries("n_heads * n_queries * n_keys", self.n_heads * n_q * n_k)
         device = self.table.weight.device
         # Each distance j - i in -(n_k - 1)..(n_q - 1) is bucketed and looked up once.
-        per_distance = self.table(self.bucket(torch.arange(1 - n_k, n_q, device=device)))  # (n_q + n_k - 1, H)
+        per_distance = self.table(self._bucket(torch.arange(1 - n_k, n_q, device=device)))  # (n_q + n_k - 1, H)
         index = _torch_relative(n_q, n_k, device) + (n_k - 1)
         return per_distance.T[:, index]
 
@@ -528,8 +563,7 @@ def position_cost(
     buckets = _checks.positive_int("num_buckets", num_buckets)
     if buckets < 2:
         raise ValueError(f"num_buckets must be an integer >= 2, got {buckets}")
-    if not isinstance(tied_uv, bool | np.bool_):
-        raise ValueError(f"tied_uv must be True or False, got {tied_uv!r}")
+    _checks.boolean("tied_uv", tied_uv)
     D = H * d_h
     content = 2 * H * n_q * n_k * d_h
     if method == "shaw":
@@ -545,8 +579,8 @@ def position_cost(
 
 
 def _sizes(n_queries, n_keys) -> tuple[int, int]:
-    n_queries = _checks.positive_int("n_queries", n_queries)
-    n_keys = n_queries if n_keys is None else _checks.positive_int("n_keys", n_keys)
+    n_queries = _checks.size("n_queries", n_queries)
+    n_keys = n_queries if n_keys is None else _checks.size("n_keys", n_keys)
     if n_keys < n_queries:
         raise ValueError(
             f"n_keys must be >= n_queries ({n_queries}): the queries are the last positions, got n_keys={n_keys}"
@@ -563,8 +597,17 @@ def _nonneg_int(name: str, value) -> int:
 def _query_key(q_name, q, k_name, k):
     q = _checks.array(q_name, q, ndim_at_least=2)
     k = _checks.array(k_name, k, ndim_at_least=2)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"{q_name} and {k_name} must have the same last dimension d, got {q.shape} and {k.shape}")
+    if q.shape[-1] != k.shape[-1] or q.shape[-1] == 0:
+        raise ValueError(
+            f"{q_name} and {k_name} must have the same last dimension d >= 1, got {q.shape} and {k.shape}"
+        )
+    try:
+        np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    except ValueError as err:
+        raise ValueError(
+            f"{q_name} and {k_name} must have leading (batch, head) dimensions that broadcast, "
+            f"got {q.shape} and {k.shape}"
+        ) from err
     _sizes(q.shape[-2], k.shape[-2])
     return q, k
 
@@ -583,16 +626,7 @@ def _clip_from_table(name: str, table, width: int | None) -> int:
 def _apply_mask(scores: np.ndarray, mask) -> np.ndarray:
     if mask is None:
         return scores
-    m = np.asarray(mask)
-    if m.dtype != np.bool_:
-        raise ValueError(f"mask must be a boolean array (True = may attend), got dtype {m.dtype}")
-    try:
-        m = np.broadcast_to(m, scores.shape)
-    except ValueError as err:
-        raise ValueError(f"mask of shape {m.shape} cannot broadcast to the score shape {scores.shape}") from err
-    if not np.all(m.any(axis=-1)):
-        raise ValueError("mask leaves some query with no key to attend to (a row of mask is all False)")
-    return np.where(m, scores, -np.inf)
+    return np.where(_checks.mask("mask", mask, scores.shape), scores, -np.inf)
 
 
 def _xl_arrays(e_q, e_k, w_q, w_ke, w_kr, u, v):
@@ -626,9 +660,8 @@ def _xl_arrays(e_q, e_k, w_q, w_ke, w_kr, u, v):
 
 
 def _t5_options(bidirectional, num_buckets, max_distance):
-    if not isinstance(bidirectional, bool | np.bool_):
-        raise ValueError(f"bidirectional must be True or False, got {bidirectional!r}")
-    num_buckets = _checks.positive_int("num_buckets", num_buckets)
+    _checks.boolean("bidirectional", bidirectional)
+    num_buckets = _checks.size("num_buckets", num_buckets, maximum=_checks.MAX_ENTRIES)
     if bidirectional and (num_buckets < 4 or num_buckets % 2):
         raise ValueError(
             f"num_buckets must be an even integer >= 4 when bidirectional (half per direction), got {num_buckets}"
@@ -636,7 +669,7 @@ def _t5_options(bidirectional, num_buckets, max_distance):
     if not bidirectional and num_buckets < 2:
         raise ValueError(f"num_buckets must be an integer >= 2, got {num_buckets}")
     exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
-    max_distance = _checks.positive_int("max_distance", max_distance)
+    max_distance = _checks.size("max_distance", max_distance)
     if max_distance <= exact:
         raise ValueError(
             f"max_distance must be > {exact} (the number of exact buckets per direction), got {max_distance}"
@@ -658,7 +691,35 @@ def _torch_signed_sinusoid(t: torch.Tensor, d: int, base: float) -> torch.Tensor
     return torch.stack((torch.sin(angles), torch.cos(angles)), dim=-1).flatten(-2)
 
 
+def _floating_tensor(name: str, x) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name} must be a floating-point torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise ValueError(f"{name} must be a floating-point torch.Tensor, got dtype {x.dtype}")
+
+
+def _torch_mask(name, mask, q_lead, k_lead, n_q, n_k, device):
+    """``mask`` as a boolean tensor broadcastable to ``(..., n_q, n_k)`` with no all-False row, or None."""
+    if mask is None:
+        return None
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = f"dtype {mask.dtype}" if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"{name} must be a boolean torch.Tensor (True = may attend), got {got}")
+    shape = torch.broadcast_shapes(q_lead, k_lead) + (n_q, n_k)
+    try:
+        full = mask.to(device).expand(shape) if mask.ndim <= len(shape) else None
+    except RuntimeError:
+        full = None
+    if full is None:
+        raise ValueError(f"{name} of shape {tuple(mask.shape)} must broadcast to the scores {tuple(shape)}")
+    if not bool(full.any(dim=-1).all()):
+        raise ValueError(f"{name} must leave every query a key to attend to; a row of {name} is all False")
+    return mask.to(device)
+
+
 def _torch_query_key_value(q, k, v, d, d_v):
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        _floating_tensor(name, x)
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise ValueError(
             f"q, k and v must have at least 2 dimensions, got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
@@ -667,4 +728,13 @@ def _torch_query_key_value(q, k, v, d, d_v):
         raise ValueError(f"q and k must have last dimension d={d}, got {tuple(q.shape)} and {tuple(k.shape)}")
     if v.shape[-1] != d_v or v.shape[-2] != k.shape[-2]:
         raise ValueError(f"v must be (..., n_keys={k.shape[-2]}, d_v={d_v}), got {tuple(v.shape)}")
+    if not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError as err:
+        raise ValueError(
+            f"q, k and v must have leading (batch, head) dimensions that broadcast, got "
+            f"{tuple(q.shape)}, {tuple(k.shape)} and {tuple(v.shape)}"
+        ) from err
     _sizes(q.shape[-2], k.shape[-2])

@@ -18,9 +18,13 @@ Two pair layouts are in use and both are supported everywhere (``layout=``):
 
 Numbers are numpy float64; :class:`RotaryEmbedding` is the torch layer. Angles
 ``m * theta_i`` are always formed in float64, so positions of ``10^6`` and beyond
-keep every pair accurate to about ``1e-9`` rad; the same angles formed in float32
-are off by about a tenth of a radian near ``m = 10^7`` (0.09 rad at ``10^7``, 0.2
-rad near ``1.7 * 10^7`` in the tests).
+keep every pair accurate to about ``1e-9`` rad. The same angles formed in float32
+are off by far more, and by more the wider the head, since the error is that of the
+worst pair (each ``theta_i`` rounded to float32, times ``m``, plus the rounding of
+the product): at ``m = 10^7`` the worst pair is off by 0.09 rad for ``d = 16``, 0.25
+rad for ``d = 64`` and 0.77 rad for ``d = 128`` (base 10000, measured). Positions
+are supported up to ``2**32`` (``companion._checks.MAX_POSITION``), where a float64
+angle is still within ``5e-7`` rad; larger ones are refused.
 """
 from __future__ import annotations
 
@@ -76,6 +80,7 @@ def inv_freq(d: int, base: float = DEFAULT_BASE) -> np.ndarray:
     slowest). Shape ``(d/2,)``, float64.
     """
     d = _checks.even_positive_int("d", d)
+    _checks.entries("d / 2", d // 2)
     base = _checks.positive_float("base", base)
     i = np.arange(d // 2, dtype=np.float64)
     return base ** (-2.0 * i / d)
@@ -93,6 +98,7 @@ def angles(positions, inv_freq) -> np.ndarray:
     """
     m = _checks.positions("positions", positions).astype(np.float64)
     theta = _frequency_vector(inv_freq)
+    _checks.entries("positions.size * len(inv_freq)", m.size * theta.size)
     return np.multiply.outer(m, theta)
 
 
@@ -166,7 +172,9 @@ def rotation_matrices(positions, inv_freq, layout: str = "adjacent") -> np.ndarr
     reference: ``rotate(x, m, theta) == R_m @ x``. ``positions`` has shape ``P``.
     """
     theta = _frequency_vector(inv_freq)
-    phi = angles(positions, theta)
+    m = _checks.positions("positions", positions)
+    _checks.entries("positions.size * d * d", m.size * 4 * theta.size**2)
+    phi = angles(m, theta)
     a, b = pair_indices(2 * theta.size, _checks.one_of("layout", layout, LAYOUTS))
     c, s = np.cos(phi), np.sin(phi)
     R = np.zeros(phi.shape[:-1] + (2 * theta.size, 2 * theta.size))
@@ -199,7 +207,7 @@ def to_complex(x, layout: str = "adjacent") -> np.ndarray:
 
 def from_complex(z, layout: str = "adjacent") -> np.ndarray:
     r"""Inverse of :func:`to_complex`: ``(..., d/2)`` complex to ``(..., d)`` real."""
-    z = np.asarray(z, dtype=np.complex128)
+    z = _checks.complex_array("z", z)
     if z.ndim < 1 or z.shape[-1] < 1:
         raise ValueError(f"z must have at least 1 dimension with >= 1 entry, got shape {z.shape}")
     a, b = pair_indices(2 * z.shape[-1], layout)
@@ -236,11 +244,8 @@ def symbolic_rotation_matrix(position, thetas, layout: str = "adjacent"):
         raise ValueError(f"thetas must be a non-empty sequence (one frequency per pair), got {thetas!r}")
     if len(thetas) == 0:
         raise ValueError("thetas must be a non-empty sequence (one frequency per pair), got an empty one")
-    try:
-        position = sp.sympify(position)
-        thetas = [sp.sympify(t) for t in thetas]
-    except (sp.SympifyError, TypeError) as err:
-        raise ValueError(f"position and thetas must be SymPy expressions or numbers: {err}") from err
+    position = _symbolic_number("position", position)
+    thetas = [_symbolic_number("thetas", t) for t in thetas]
     d = 2 * len(thetas)
     a, b = pair_indices(d, _checks.one_of("layout", layout, LAYOUTS))
     R = sp.zeros(d, d)
@@ -255,6 +260,23 @@ def symbolic_rotation_matrix(position, thetas, layout: str = "adjacent"):
 # Scores: the relative-position identity
 # ---------------------------------------------------------------------------
 
+def _symbolic_number(name: str, value):
+    """``value`` as a finite SymPy expression (a symbol, a number, a formula), or ValueError."""
+    import sympy as sp
+
+    if isinstance(value, (str, bytes)) or value is None:
+        raise ValueError(f"{name} must be SymPy expressions or numbers, got {value!r}")
+    try:
+        expr = sp.sympify(value)
+    except (sp.SympifyError, TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be SymPy expressions or numbers, got {value!r}") from err
+    if not isinstance(expr, sp.Expr):
+        raise ValueError(f"{name} must be SymPy expressions or numbers, got {value!r}")
+    if expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        raise ValueError(f"{name} must be finite (no nan or infinity), got {value!r}")
+    return expr
+
+
 def score(q, k, m, n, inv_freq, layout: str = "adjacent") -> np.ndarray:
     r"""The RoPE score ``(R_m q) . (R_n k)`` of a query at ``m`` and a key at ``n``.
 
@@ -262,9 +284,18 @@ def score(q, k, m, n, inv_freq, layout: str = "adjacent") -> np.ndarray:
     broadcastable against them. Returns the broadcast shape without the last axis.
     Su et al. (2021), eq. (16).
     """
-    q_rot = rotate(q, m, inv_freq, layout)
-    k_rot = rotate(k, n, inv_freq, layout)
-    return np.sum(q_rot * k_rot, axis=-1)
+    q, theta = _rotation_inputs(q, inv_freq, name="q")
+    k, _ = _rotation_inputs(k, theta, name="k")
+    layout = _checks.one_of("layout", layout, LAYOUTS)
+    m = _broadcast_positions(m, q, name="m", against="q")
+    n = _broadcast_positions(n, k, name="n", against="k")
+    q_rot = _rotate_by_angles(q, angles(m, theta), layout)
+    k_rot = _rotate_by_angles(k, angles(n, theta), layout)
+    try:
+        return np.sum(q_rot * k_rot, axis=-1)
+    except ValueError as err:
+        raise ValueError(f"q, k, m and n must broadcast together, got shapes {q.shape}, {k.shape}, "
+                         f"{m.shape} and {n.shape}") from err
 
 
 def relative_score(q, k, distance, inv_freq, layout: str = "adjacent") -> np.ndarray:
@@ -290,9 +321,18 @@ def complex_score(q, k, m, n, inv_freq, layout: str = "adjacent") -> np.ndarray:
     """
     q, theta = _rotation_inputs(q, inv_freq, name="q")
     k, _ = _rotation_inputs(k, theta, name="k")
-    h = to_complex(q, layout) * np.conj(to_complex(k, layout))
-    delta = _checks.positions("m", m).astype(np.float64) - _checks.positions("n", n)
-    return np.sum(h * np.exp(1j * np.multiply.outer(delta, theta)), axis=-1).real
+    layout = _checks.one_of("layout", layout, LAYOUTS)
+    try:
+        h = to_complex(q, layout) * np.conj(to_complex(k, layout))
+    except ValueError as err:
+        raise ValueError(f"q and k must have shapes that broadcast, got {q.shape} and {k.shape}") from err
+    m, n = _checks.positions("m", m), _checks.positions("n", n)
+    try:
+        delta = m.astype(np.float64) - n
+        return np.sum(h * np.exp(1j * np.multiply.outer(delta, theta)), axis=-1).real
+    except ValueError as err:
+        raise ValueError(f"q, k, m and n must broadcast together, got shapes {q.shape}, {k.shape}, "
+                         f"{m.shape} and {n.shape}") from err
 
 
 def self_attention(x, w_q, w_k, w_v, positions, inv_freq, layout: str = "adjacent", mask=None):
@@ -324,9 +364,12 @@ def self_attention(x, w_q, w_k, w_v, positions, inv_freq, layout: str = "adjacen
                 f"{name} must have d = 2 * len(inv_freq) = {2 * theta.size} columns, got shape {w.shape}"
             )
         mats[name] = w
-    q = rotate(x @ mats["w_q"], positions, theta, layout)
-    k = rotate(x @ mats["w_k"], positions, theta, layout)
-    return _attention.scaled_dot_product_attention(q, k, x @ mats["w_v"], mask=mask)
+    with np.errstate(over="ignore", invalid="ignore"):
+        q, k, v = x @ mats["w_q"], x @ mats["w_k"], x @ mats["w_v"]
+    _checks.finite_result("x and its projections", (q, k, v))
+    q = rotate(q, positions, theta, layout)
+    k = rotate(k, positions, theta, layout)
+    return _attention._attend(q, k, v, mask, None, "x, w_q and w_k")
 
 
 # ---------------------------------------------------------------------------
@@ -349,8 +392,9 @@ def long_term_decay(distances, inv_freq) -> np.ndarray:
     of the bound, not of every score. ``distances``: real, shape ``(R,)``
     (any shape); returns the same shape.
     """
-    r = _checks.array("distances", distances)
+    r = _checks.bounded("distances", _checks.array("distances", distances))
     theta = _frequency_vector(inv_freq)
+    _checks.entries("distances.size * len(inv_freq)", r.size * theta.size)
     S = np.cumsum(np.exp(1j * np.multiply.outer(r, theta)), axis=-1)
     return np.mean(np.abs(S), axis=-1)
 
@@ -363,10 +407,11 @@ def decay_bound(h, distances, inv_freq) -> tuple[np.ndarray, np.ndarray]:
     al. 2021, section 3.4.3). Returns two arrays of shape ``(R,)``.
     """
     theta = _frequency_vector(inv_freq)
-    h = np.asarray(h, dtype=np.complex128)
+    h = _checks.complex_array("h", h)
     if h.shape != theta.shape:
         raise ValueError(f"h must have shape {theta.shape} (one entry per pair), got {h.shape}")
-    r = _checks.array("distances", distances)
+    r = _checks.bounded("distances", _checks.array("distances", distances))
+    _checks.entries("distances.size * len(inv_freq)", r.size * theta.size)
     phase = np.exp(1j * np.multiply.outer(r, theta))
     value = np.abs(phase @ h)
     step = np.max(np.abs(np.diff(np.append(h, 0.0))))
@@ -386,7 +431,7 @@ def aliased_step(phi) -> np.ndarray:
     way (Nyquist; Shannon 1949). RoPE's fastest pair turns 1 rad, inside the limit.
     ``phi``: any shape; same shape out.
     """
-    phi = _checks.array("phi", phi)
+    phi = _checks.bounded("phi", _checks.array("phi", phi), what="angles")
     return phi - 2.0 * np.pi * np.ceil((phi - np.pi) / (2.0 * np.pi))
 
 
@@ -396,10 +441,10 @@ def pair_readings(phi, positions) -> np.ndarray:
     ``phi``: scalar step (rad); ``positions``: real, any shape (non-integer positions
     show the difference that integer ones hide). Same shape as ``positions``.
     """
-    phi = _checks.array("phi", phi)
+    phi = _checks.bounded("phi", _checks.array("phi", phi), what="angles")
     if phi.ndim != 0:
         raise ValueError(f"phi must be a single angle (a scalar), got shape {phi.shape}")
-    m = _checks.array("positions", positions)
+    m = _checks.bounded("positions", _checks.array("positions", positions))
     return np.exp(1j * float(phi) * m)
 
 
@@ -426,10 +471,15 @@ def reading_distance(k, inv_freq) -> np.ndarray:
     (non-integer offsets are allowed); ``inv_freq``: ``(d/2,)``, any frequencies (a
     single pair: ``[theta]``). Returns float64 of the shape of ``k``.
     """
-    k = _checks.array("k", k)
+    k = _checks.bounded("k", _checks.array("k", k), what="offsets")
     theta = _frequency_vector(inv_freq)
+    _checks.entries("k.size * len(inv_freq)", k.size * theta.size)
     half = np.sin(np.multiply.outer(k, theta) / 2.0)
     return 2.0 * np.sqrt(np.sum(half * half, axis=-1))
+
+
+#: Most sines :func:`nearest_return` evaluates (about a minute of work).
+_NEAREST_RETURN_WORK = 2**33
 
 
 def nearest_return(n_max: int, inv_freq, k_min: int = 1) -> tuple[int, float]:
@@ -441,15 +491,22 @@ def nearest_return(n_max: int, inv_freq, k_min: int = 1) -> tuple[int, float]:
     is the closest pair among all readings of the positions ``0 .. n_max``: a
     distance above zero means every position in that range has its own reading. With
     one frequency it finds the turns after which a single clock hand is back nearest
-    to where it started. Work is ``O(n_max d)``, done in blocks of 16,384 offsets.
+    to where it started. Work is ``O(n_max d)``, done in blocks of 16,384 offsets, and
+    at most ``2**33`` sines (``(n_max - k_min + 1) * len(inv_freq)``; more is refused).
     ``n_max``, ``k_min``: integers with ``1 <= k_min <= n_max``; ``inv_freq``:
     ``(d/2,)``.
     """
-    n_max = _checks.positive_int("n_max", n_max)
-    k_min = _checks.positive_int("k_min", k_min)
+    n_max = _checks.size("n_max", n_max)
+    k_min = _checks.size("k_min", k_min)
     if k_min > n_max:
         raise ValueError(f"k_min must be an integer in 1..n_max = {n_max}, got {k_min}")
     theta = _frequency_vector(inv_freq)
+    work = (n_max - k_min + 1) * theta.size
+    if work > _NEAREST_RETURN_WORK:
+        raise ValueError(
+            f"n_max and inv_freq must ask for at most 2**33 = {_NEAREST_RETURN_WORK:,} sines (about a minute), "
+            f"got (n_max - k_min + 1) * len(inv_freq) = {work:,}; use a smaller n_max or fewer pairs"
+        )
     best_k, best = k_min, np.inf
     block = 16_384
     for start in range(k_min, n_max + 1, block):
@@ -490,7 +547,9 @@ class RotaryEmbedding(nn.Module):
                  layout: str = "adjacent", attention_factor: float = 1.0):
         super().__init__()
         self.d = _checks.even_positive_int("d", d)
+        _checks.entries("d / 2", self.d // 2)
         self.layout = _checks.one_of("layout", layout, LAYOUTS)
+        base = _checks.positive_float("base", base)
         theta = _default_inv_freq(d, base) if inv_freq is None else _frequency_vector(inv_freq, d)
         self._theta = theta.copy()  # kept in numpy float64: casting the module cannot round it
         self.attention_factor = _checks.positive_float("attention_factor", attention_factor)
@@ -575,18 +634,15 @@ def _torch_pairs(x, layout):
 
 def _check_tensor(name, x, d):
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        raise ValueError(f"{name} must be a floating-point torch.Tensor, got {type(x).__name__}")
+        got = f"dtype {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"{name} must be a floating-point torch.Tensor, got {got}")
     if x.ndim < 2 or x.shape[-1] != d:
         raise ValueError(f"{name} must have shape (..., n, d) with d = {d}, got {tuple(x.shape)}")
 
 
 def _torch_positions(positions, x) -> torch.Tensor:
     """Validate positions (non-negative integers, broadcastable to ``x.shape[:-1]``) as float64."""
-    m = positions if isinstance(positions, torch.Tensor) else torch.as_tensor(np.asarray(positions))
-    if m.dtype == torch.bool or m.is_complex():
-        raise ValueError(f"positions must be non-negative integers, got dtype {m.dtype}")
-    if m.is_floating_point() and not bool(torch.all(torch.isfinite(m) & (m == torch.round(m)))):
-        raise ValueError("positions must be non-negative integers (whole numbers), got non-integer values")
+    m = _checks.tensor_integers("positions", positions, "non-negative integers")
     if m.numel() and bool(torch.any(m < 0)):
         raise ValueError(f"positions must be non-negative integers, got a minimum of {m.min().item()}")
     try:
@@ -634,13 +690,13 @@ def _rotation_inputs(x, inv_freq, name: str = "x") -> tuple[np.ndarray, np.ndarr
     return x, theta
 
 
-def _broadcast_positions(positions, x: np.ndarray) -> np.ndarray:
-    m = _checks.positions("positions", positions)
+def _broadcast_positions(positions, x: np.ndarray, name: str = "positions", against: str = "x") -> np.ndarray:
+    m = _checks.positions(name, positions)
     try:
         np.broadcast_shapes(m.shape, x.shape[:-1])
     except ValueError as err:
         raise ValueError(
-            f"positions of shape {m.shape} must broadcast to x.shape[:-1] = {x.shape[:-1]}"
+            f"{name} of shape {m.shape} must broadcast to {against}.shape[:-1] = {x.shape[:-1]}"
         ) from err
     return m
 

@@ -24,6 +24,7 @@ with ``r_i`` the turns in training) and the extended model reaches
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Callable
 
@@ -99,6 +100,10 @@ class Frequencies:
     inv_freq: np.ndarray
     attention_factor: float = 1.0
 
+    def __post_init__(self):
+        object.__setattr__(self, "inv_freq", _positive_frequencies("inv_freq", self.inv_freq))
+        object.__setattr__(self, "attention_factor", _checks.positive_float("attention_factor", self.attention_factor))
+
 
 # ---------------------------------------------------------------------------
 # Plain methods: none, Position Interpolation, NTK-aware
@@ -129,7 +134,14 @@ def ntk_base(d: int, s: float, base: float = ROFORMER_BASE) -> float:
     r"""NTK-aware new base ``b' = b * s^(d/(d-2))`` (bloc97 2023). Needs ``d >= 4``."""
     d = _ntk_dim(d)
     s = _checks.at_least("s", s, 1.0)
-    return _checks.positive_float("base", base) * s ** (d / (d - 2))
+    base = _checks.positive_float("base", base)
+    try:
+        new_base = base * s ** (d / (d - 2))
+    except OverflowError:
+        new_base = math.inf
+    if not math.isfinite(new_base):
+        raise ValueError(f"s and base must give a finite new base b * s^(d/(d-2)); got s = {s}, base = {base}")
+    return new_base
 
 
 def ntk_per_pair(d: int, s: float, base: float = ROFORMER_BASE) -> np.ndarray:
@@ -167,12 +179,19 @@ def dynamic_scale(current_length: int, L: int, factor: float | None = None) -> f
     ``l' <= L`` (``s = 1``); for ``factor > 1`` the HF scale grows ``factor`` times
     faster with length (at ``l' = 2L``, ``factor = 4``: 5 instead of 2).
     """
+    return _dynamic_scale(current_length, L, factor, "factor")
+
+
+def _dynamic_scale(current_length, L, factor, factor_name: str) -> float:
     n = _checks.positive_int("current_length", current_length)
-    L = _checks.positive_int("L", L)
+    L = _checks.size("L", L)
     if factor is None:
         return max(1.0, n / L)
-    factor = _checks.at_least("factor", factor, 1.0)
-    return factor * max(n, L) / L - (factor - 1.0)
+    factor = _checks.at_least(factor_name, factor, 1.0)
+    scale = factor * max(n, L) / L - (factor - 1.0)
+    if not math.isfinite(scale):
+        raise ValueError(f"{factor_name} and current_length must give a finite scale, got {scale}")
+    return scale
 
 
 def dynamic_ntk(d: int, s: float = 1.0, L: int = LLAMA2_CONTEXT, base: float = ROFORMER_BASE,
@@ -187,8 +206,14 @@ def dynamic_ntk(d: int, s: float = 1.0, L: int = LLAMA2_CONTEXT, base: float = R
     """
     _common(d, s, L, base)
     n = math.ceil(s * L) if current_length is None else current_length
-    s_dyn = dynamic_scale(n, L, hf_factor)
-    return Frequencies(rope.inv_freq(d, ntk_base(d, s_dyn, base)))
+    s_dyn = _dynamic_scale(n, L, hf_factor, "hf_factor")
+    try:
+        new_base = ntk_base(d, s_dyn, base)
+    except ValueError as err:  # d, base and the scale passed their checks: only the scale is too big
+        raise ValueError(
+            f"current_length and hf_factor must give a scale small enough for a finite base, got {s_dyn:.6g}"
+        ) from err
+    return Frequencies(rope.inv_freq(d, new_base))
 
 
 # ---------------------------------------------------------------------------
@@ -255,15 +280,20 @@ def yarn_correction_range(d: int, L: int, base: float = ROFORMER_BASE, beta_fast
     ``beta_fast = 32`` rounded down, ``high`` that of ``beta_slow = 1`` rounded up
     (no rounding when ``truncate=False``, Hugging Face's option for gpt-oss), then
     clamped to ``[0, d - 1]`` as in the code (jquesnelle/yarn, ``find_correction_range``;
-    Hugging Face ``_compute_yarn_parameters``).
+    Hugging Face ``_compute_yarn_parameters``). Needs ``base > 1`` and
+    ``beta_fast > beta_slow > 0``.
     """
     d = _checks.even_positive_int("d", d)
-    L = _checks.positive_int("L", L)
-    base = _checks.positive_float("base", base)
+    L = _checks.size("L", L)
+    base = _checks.greater_than("base", base, 1.0)
     beta_fast = _checks.positive_float("beta_fast", beta_fast)
     beta_slow = _checks.positive_float("beta_slow", beta_slow)
-    if base == 1.0:
-        raise ValueError("base must be a finite real number > 0 and != 1 for the YaRN correction range, got 1.0")
+    if beta_fast <= beta_slow:
+        raise ValueError(
+            f"beta_fast must be greater than beta_slow ({beta_slow}): it is the turn count of the fast end, "
+            f"got {beta_fast}"
+        )
+    truncate = _checks.boolean("truncate", truncate)
 
     def index(turns):
         return d * math.log(L / (turns * 2.0 * math.pi)) / (2.0 * math.log(base))
@@ -397,7 +427,7 @@ def llama3_bands(d: int, L: int = LLAMA31_ORIGINAL_CONTEXT, base: float = LLAMA3
     high = _checks.positive_float("high_freq_factor", high_freq_factor)
     if high <= low:
         raise ValueError(f"high_freq_factor must be greater than low_freq_factor ({low}), got {high}")
-    L = _checks.positive_int("L", L)
+    L = _checks.size("L", L)
     wavelen = 2.0 * np.pi / rope.inv_freq(d, base)
     labels = np.full(wavelen.shape, "blended", dtype=object)
     labels[wavelen < L / high] = "kept"
@@ -406,14 +436,18 @@ def llama3_bands(d: int, L: int = LLAMA31_ORIGINAL_CONTEXT, base: float = LLAMA3
 
 
 def longrope_attention_factor(s: float, L: int) -> float:
-    r"""LongRoPE's attention factor ``sqrt(1 + ln(s) / ln(L))``, 1 for ``s <= 1``.
+    r"""The attention factor shipped with LongRoPE models: ``sqrt(1 + ln(s) / ln(L))``, 1 at ``s = 1``.
 
-    ``L`` is the original training length (Ding et al. 2024; as in Hugging Face
-    ``_compute_longrope_parameters`` and Phi-3, with ``s`` the configured factor).
+    This is the factor of Phi-3's released code (Abdin et al. 2024) and of Hugging
+    Face ``_compute_longrope_parameters``, with ``s`` the configured factor and ``L``
+    the original training length (``original_max_position_embeddings``); the LongRoPE
+    paper (Ding et al. 2024) contributes the searched rescale factors of
+    :func:`longrope`, not this formula. ``s >= 1``; ``L`` an integer ``>= 2``.
     """
     s = _checks.at_least("s", s, 1.0)
-    L = _checks.at_least("L", _checks.positive_int("L", L), 2)
-    return 1.0 if s <= 1.0 else math.sqrt(1.0 + math.log(s) / math.log(L))
+    if isinstance(L, bool) or not isinstance(L, numbers.Integral) or L < 2:
+        raise ValueError(f"L must be an integer >= 2 (ln L > 0), got {L!r}")
+    return math.sqrt(1.0 + math.log(s) / math.log(L))  # exactly 1 at s = 1
 
 
 def longrope(d: int, s: float = 1.0, L: int = LLAMA2_CONTEXT, base: float = ROFORMER_BASE,
@@ -424,7 +458,9 @@ def longrope(d: int, s: float = 1.0, L: int = LLAMA2_CONTEXT, base: float = ROFO
     current length exceeds ``L`` and ``short_factors`` otherwise (Hugging Face
     ``_compute_longrope_parameters``; Phi-3). ``current_length`` defaults to
     ``s * L`` rounded up. Attention factor from :func:`longrope_attention_factor`.
-    Each factor vector: ``d/2`` finite positive numbers. Shape ``(d/2,)``.
+    Each factor vector: ``d/2`` finite positive numbers. Shape ``(d/2,)``. The paper's
+    search also finds ``n_hat``, a number of initial positions left unscaled; Phi-3
+    and Hugging Face ship none (every position is rescaled), and neither does this.
     """
     theta, s, L = _common(d, s, L, base)
     short = _factor_vector("short_factors", short_factors, d)
@@ -465,7 +501,7 @@ def frequencies(method: str, d: int, **options) -> Frequencies:
 def training_turns(inv_freq, L: int) -> np.ndarray:
     r"""Turns each pair made in training: ``r_i = L theta_i / (2 pi)``. Shape ``(d/2,)``."""
     theta = _positive_frequencies("inv_freq", inv_freq)
-    return _checks.positive_int("L", L) * theta / (2.0 * np.pi)
+    return _checks.size("L", L) * theta / (2.0 * np.pi)
 
 
 def angle_ratio(scaled_inv_freq, inv_freq, s: float) -> np.ndarray:
@@ -490,6 +526,7 @@ def out_of_range(scaled_inv_freq, inv_freq, s: float, L: int, tol: float = 1e-9)
     fully have seen every angle. Boolean, shape ``(d/2,)``.
     """
     ratio = angle_ratio(scaled_inv_freq, inv_freq, s)
+    tol = _checks.at_least("tol", tol, 0.0)
     return (training_turns(inv_freq, L) < 1.0) & (ratio > 1.0 + tol)
 
 
@@ -545,7 +582,8 @@ def score_curve(h, distances, inv_freq) -> np.ndarray:
     """
     theta = _positive_frequencies("inv_freq", inv_freq)
     h = _content_vector(h, theta)
-    s = _checks.array("distances", distances)
+    s = _checks.bounded("distances", _checks.array("distances", distances))
+    _checks.entries("distances.size * len(inv_freq)", s.size * theta.size)
     return (np.exp(1j * np.multiply.outer(s, theta)) @ h).real
 
 
@@ -564,7 +602,7 @@ def fit_score_curve(distances, targets, inv_freq, rcond: float | None = None, ri
     ``distances``, ``targets``: real, shape ``(K,)``. Returns complex ``h``, shape ``(d/2,)``.
     """
     theta = _positive_frequencies("inv_freq", inv_freq)
-    s = _checks.array("distances", distances)
+    s = _checks.bounded("distances", _checks.array("distances", distances))
     y = _checks.array("targets", targets)
     if s.ndim != 1 or s.size == 0:
         raise ValueError(f"distances must be a non-empty 1-D array, got shape {s.shape}")
@@ -574,7 +612,8 @@ def fit_score_curve(distances, targets, inv_freq, rcond: float | None = None, ri
     if rcond is not None:
         rcond = _checks.positive_float("rcond", rcond)
         if ridge > 0:
-            raise ValueError("rcond applies only to the unregularised fit: pass rcond or ridge > 0, not both")
+            raise ValueError("rcond and ridge must not both be given: rcond applies only to the "
+                             "unregularised fit (ridge = 0)")
     phase = np.multiply.outer(s, theta)
     X = np.concatenate([np.cos(phase), -np.sin(phase)], axis=1)
     if ridge > 0:
@@ -602,7 +641,9 @@ def interpolation_error_bound(h, inv_freq, spacing: float = 1.0) -> float:
     theta = _positive_frequencies("inv_freq", inv_freq)
     h = _content_vector(h, theta)
     spacing = _checks.positive_float("spacing", spacing)
-    return float(spacing**2 / 8.0 * np.sum(np.abs(h) * theta**2))
+    with np.errstate(over="ignore", invalid="ignore"):
+        bound = np.float64(spacing) ** 2 / 8.0 * np.sum(np.abs(h) * theta**2)
+    return float(_checks.finite_result("h, inv_freq and spacing", bound))
 
 
 def pi_bound_ratio(distances, d: int = 128, base: float = ROFORMER_BASE, constant: str = "exact") -> np.ndarray:
@@ -650,7 +691,10 @@ def node_polynomial(x, nodes) -> np.ndarray:
     """
     x = _checks.array("x", x)
     xs = _distinct_nodes(nodes)
-    return np.prod(np.subtract.outer(x, xs), axis=-1)
+    _checks.entries("x.size * len(nodes)", x.size * xs.size)
+    with np.errstate(over="ignore", invalid="ignore"):
+        omega = np.prod(np.subtract.outer(x, xs), axis=-1)
+    return _checks.finite_result("x and nodes", omega, "omega(x) overflows float64: move x closer to the nodes")
 
 
 def polynomial_interpolant(nodes, values, x) -> np.ndarray:
@@ -673,17 +717,27 @@ def polynomial_interpolant(nodes, values, x) -> np.ndarray:
     if f.shape != xs.shape:
         raise ValueError(f"values must have the shape of nodes {xs.shape}, got {f.shape}")
     x = _checks.array("x", x)
-    diff = xs[:, None] - xs[None, :]
+    _checks.entries("x.size * len(nodes)", x.size * xs.size)
+    # The interpolant commutes with the affine map t = (x - c) / h, so work on nodes spread
+    # over [-1, 1]: the weights w_j then neither underflow for nodes 1e-200 apart nor
+    # overflow for nodes 1e200 apart.
+    centre = (xs.max() + xs.min()) / 2.0
+    half_width = (xs.max() - xs.min()) / 2.0 or 1.0
+    ts = (xs - centre) / half_width
+    t = (x - centre) / half_width
+    diff = ts[:, None] - ts[None, :]
     np.fill_diagonal(diff, 1.0)
-    w = 1.0 / np.prod(diff, axis=1)
-    gap = np.subtract.outer(x, xs)                       # shape x.shape + (n + 1,)
-    hit = gap == 0.0
-    safe = np.where(hit, 1.0, gap)
-    out = np.prod(gap, axis=-1) * np.sum(w * f / safe, axis=-1)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        w = 1.0 / np.prod(diff, axis=1)
+        gap = np.subtract.outer(t, ts)                   # shape x.shape + (n + 1,)
+        hit = (gap == 0.0) | (np.subtract.outer(x, xs) == 0.0)
+        safe = np.where(hit, 1.0, gap)
+        out = np.prod(gap, axis=-1) * np.sum(w * f / safe, axis=-1)
     on_node = hit.any(axis=-1)
     if np.any(on_node):
         out = np.where(on_node, f[np.argmax(hit, axis=-1)], out)
-    return out
+    return _checks.finite_result("x, nodes and values", out,
+                                 "the interpolant overflows float64 this far from the nodes")
 
 
 def polynomial_remainder_bound(x, nodes, derivative_bound: float) -> np.ndarray:
@@ -699,7 +753,11 @@ def polynomial_remainder_bound(x, nodes, derivative_bound: float) -> np.ndarray:
     """
     xs = _distinct_nodes(nodes)
     M = _checks.at_least("derivative_bound", derivative_bound, 0.0)
-    return M * np.abs(node_polynomial(x, xs)) / math.factorial(xs.size)
+    with np.errstate(over="ignore", invalid="ignore"):
+        bound = M * np.abs(node_polynomial(x, xs)) / float(math.factorial(min(xs.size, 170)))
+    if xs.size > 170:  # (n + 1)! beyond float64: divide the rest in as a float sum of logs
+        bound = bound / np.exp(sum(math.log(k) for k in range(171, xs.size + 1)))
+    return _checks.finite_result("x, nodes and derivative_bound", bound)
 
 
 # ---------------------------------------------------------------------------
@@ -709,7 +767,7 @@ def polynomial_remainder_bound(x, nodes, derivative_bound: float) -> np.ndarray:
 def _common(d, s, L, base) -> tuple[np.ndarray, float, int]:
     """Validate the common arguments; return ``(theta, s, L)``."""
     theta = rope.inv_freq(d, base)
-    return theta, _checks.at_least("s", s, 1.0), _checks.positive_int("L", L)
+    return theta, _checks.at_least("s", s, 1.0), _checks.size("L", L)
 
 
 def _ntk_dim(d) -> int:
@@ -733,19 +791,17 @@ def _factor_vector(name: str, value, d: int) -> np.ndarray:
 def _positive_frequencies(name: str, value) -> np.ndarray:
     theta = _checks.array(name, value)
     if theta.ndim != 1 or theta.size == 0 or np.any(theta <= 0):
-        raise ValueError(f"{name} must be a non-empty 1-D array of frequencies > 0, got shape {theta.shape}")
+        low = f", minimum {theta.min()}" if theta.size else ""
+        raise ValueError(
+            f"{name} must be a non-empty 1-D array of frequencies > 0, got shape {theta.shape}{low}"
+        )
     return theta
 
 
 def _content_vector(h, theta: np.ndarray) -> np.ndarray:
-    try:
-        out = np.asarray(h, dtype=np.complex128)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"h must be an array of complex numbers, got {type(h).__name__}") from err
+    out = _checks.complex_array("h", h)
     if out.shape != theta.shape:
         raise ValueError(f"h must have shape {theta.shape} (one complex number per pair), got {out.shape}")
-    if not np.all(np.isfinite(out)):
-        raise ValueError("h must contain only finite numbers (no nan or inf)")
     return out
 
 

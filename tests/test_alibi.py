@@ -241,3 +241,9 @@ def test_bad_sizes_are_rejected():
         alibi.bias(2, 0)
     with pytest.raises(ValueError, match="mask_future"):
         alibi.bias(2, 3, mask_future="no")
+
+
+def test_alibi_layer_slopes_stay_exact_through_float32_and_back():
+    # 12 heads have slopes 2^(-k/2), which float32 cannot hold: the layer recomputes them.
+    layer = alibi.ALiBi(12).float().double()
+    assert torch.equal(layer(5, 7), torch.from_numpy(alibi.bias(12, 5, 7)))

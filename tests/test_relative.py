@@ -442,3 +442,40 @@ def test_position_cost_rejects_bad_input(kwargs, name):
     args = {"method": "shaw", "n_layers": 2, "n_heads": 2, "d_head": 4, "n_queries": 3} | kwargs
     with pytest.raises(ValueError, match=name):
         relative.position_cost(**args)
+
+
+def _shaw_by_the_definition(q, k, v, w_k, w_v):
+    """Shaw et al. (2018), one head, queries at the last positions, element by element."""
+    n_q, n_k, d = q.shape[0], k.shape[0], q.shape[1]
+    c = (w_k.shape[0] - 1) // 2
+    e = np.empty((n_q, n_k))
+    for r in range(n_q):
+        i = r + n_k - n_q
+        for j in range(n_k):
+            e[r, j] = q[r] @ (k[j] + w_k[max(-c, min(c, j - i)) + c]) / math.sqrt(d)
+    alpha = np.exp(e - e.max(axis=1, keepdims=True))
+    alpha /= alpha.sum(axis=1, keepdims=True)
+    z = np.zeros((n_q, v.shape[1]))
+    for r in range(n_q):
+        i = r + n_k - n_q
+        for j in range(n_k):
+            z[r] += alpha[r, j] * (v[j] + w_v[max(-c, min(c, j - i)) + c])
+    return z, alpha
+
+
+def test_shaw_attention_with_heads_and_more_keys_than_queries():
+    rng = np.random.default_rng(11)
+    heads, n_q, n_k, d, d_v, c = 3, 2, 6, 4, 5, 3
+    q, k, v = rng.normal(size=(heads, n_q, d)), rng.normal(size=(heads, n_k, d)), rng.normal(size=(heads, n_k, d_v))
+    w_k, w_v = rng.normal(size=(2 * c + 1, d)), rng.normal(size=(2 * c + 1, d_v))
+    z, alpha = relative.shaw_attention(q, k, v, w_k, w_v)
+    assert z.shape == (heads, n_q, d_v) and alpha.shape == (heads, n_q, n_k)
+    for h in range(heads):
+        z_ref, alpha_ref = _shaw_by_the_definition(q[h], k[h], v[h], w_k, w_v)
+        assert np.allclose(alpha[h], alpha_ref, atol=1e-12) and np.allclose(z[h], z_ref, atol=1e-12)
+    layer = relative.ShawRelativeAttention(d, c, d_v).double()
+    with torch.no_grad():
+        layer.w_k.copy_(torch.from_numpy(w_k))
+        layer.w_v.copy_(torch.from_numpy(w_v))
+        z_t, alpha_t = layer(*(torch.from_numpy(a) for a in (q, k, v)))
+    assert np.allclose(z_t.numpy(), z, atol=1e-12) and np.allclose(alpha_t.numpy(), alpha, atol=1e-12)

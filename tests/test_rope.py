@@ -554,7 +554,7 @@ def test_self_attention_is_shift_invariant_and_leaves_values_alone():
     (lambda: rope.layout_permutation(8, target="pairs"), "target"),
     (lambda: rope.rotation_matrices([1], rope.inv_freq(4), layout="neox"), "layout"),
     (lambda: rope.relative_score(np.ones(4), np.ones(4), 1.5, rope.inv_freq(4)), "distance"),
-    (lambda: rope.score(np.ones(4), np.ones(6), 0, 1, rope.inv_freq(4)), "x"),
+    (lambda: rope.score(np.ones(4), np.ones(6), 0, 1, rope.inv_freq(4)), "k must"),
     (lambda: rope.complex_score(np.ones(4), np.ones(6), 0, 1, rope.inv_freq(4)), "k"),
     (lambda: rope.to_complex(np.ones(5)), "x"),
     (lambda: rope.decay_bound(np.ones(3), [1.0], rope.inv_freq(4)), "h"),
@@ -596,3 +596,34 @@ def test_self_attention_is_shift_invariant_and_leaves_values_alone():
 def test_bad_input_raises_value_error_naming_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("n_max,k_min", [(16_384, 1), (32_768, 1), (16_390, 7)])
+def test_nearest_return_at_a_whole_number_of_blocks(n_max, k_min):
+    # n_max + 1 - k_min is a multiple of the block size (16,384): the last block ends exactly at n_max.
+    theta = rope.inv_freq(8)[:2]
+    ks = np.arange(k_min, n_max + 1, dtype=np.float64)
+    dist = rope.reading_distance(ks, theta)
+    j = int(np.argmin(dist))
+    assert rope.nearest_return(n_max, theta, k_min) == (int(ks[j]), float(dist[j]))
+
+
+def test_nearest_return_edges_of_its_range():
+    theta = rope.inv_freq(8)[:2]
+    assert rope.nearest_return(1, theta) == (1, float(rope.reading_distance(1.0, theta)))
+    assert rope.nearest_return(5, theta, k_min=5) == (5, float(rope.reading_distance(5.0, theta)))
+    # one hand that comes back exactly after 10 steps: the search must stop at n_max = 9
+    k, _ = rope.nearest_return(9, [2 * np.pi / 10])
+    assert k <= 9
+    # a hand that never moves ties everywhere: the smallest k wins, also across blocks
+    assert rope.nearest_return(20_000, [0.0], k_min=3) == (3, 0.0)
+
+
+def test_nearest_return_refuses_more_than_its_work_limit(monkeypatch):
+    monkeypatch.setattr(rope, "_NEAREST_RETURN_WORK", 100)
+    assert rope.nearest_return(100, [1.0])[0] >= 1            # 100 offsets x 1 pair: allowed
+    assert rope.nearest_return(101, [1.0], k_min=2)[0] >= 2   # still 100 offsets
+    assert rope.nearest_return(50, [1.0, 0.5])[0] >= 1        # 50 offsets x 2 pairs
+    for n_max, theta in ((101, [1.0]), (51, [1.0, 0.5])):
+        with pytest.raises(ValueError, match="n_max and inv_freq must ask for at most"):
+            rope.nearest_return(n_max, theta)

@@ -519,3 +519,40 @@ def test_interpolation_bad_input_names_the_parameter(call, match):
 def test_bad_input_raises_value_error_naming_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("truncate", [True, False])
+def test_yarn_correction_range_is_clamped_to_the_last_index(truncate):
+    # With base 10 the r = 1 index lies far past the last one (about 180 for d = 128, L = 4096).
+    d, L = 128, 4096
+    unclamped = d * math.log(L / (2.0 * math.pi)) / (2.0 * math.log(10.0))
+    assert unclamped > d
+    low, high = scaling.yarn_correction_range(d, L, base=10.0, truncate=truncate)
+    assert high == d - 1
+    assert low == (math.floor(d * math.log(L / (64.0 * math.pi)) / (2.0 * math.log(10.0))) if truncate
+                   else d * math.log(L / (64.0 * math.pi)) / (2.0 * math.log(10.0)))
+    ramp = scaling.yarn_code_ramp(d, L, base=10.0, truncate=truncate)
+    i = np.arange(d // 2)
+    assert np.allclose(ramp, 1.0 - np.clip((i - low) / (d - 1 - low), 0.0, 1.0))
+
+
+def test_longrope_attention_factor_bounds():
+    assert scaling.longrope_attention_factor(4.0, 2) == math.sqrt(1.0 + math.log(4.0) / math.log(2))
+    assert scaling.longrope_attention_factor(1.0, 2) == 1.0
+    assert scaling.longrope_attention_factor(1.5, 4096) == math.sqrt(1.0 + math.log(1.5) / math.log(4096))
+    for bad_L in (1, 0, -3, 2.0, True):
+        with pytest.raises(ValueError, match="L must be an integer >= 2"):
+            scaling.longrope_attention_factor(4.0, bad_L)
+    with pytest.raises(ValueError, match="s must"):
+        scaling.longrope_attention_factor(0.99, 4096)
+
+
+def test_yarn_correction_range_edges():
+    # a short training length puts the fast end below pair 0: clamped to 0
+    low, high = scaling.yarn_correction_range(128, 64, 10000.0)
+    assert low == 0 and 0 < high < 127
+    assert scaling.yarn_correction_range(16, 4096, base=1.5)[1] == 15   # any base > 1 is allowed
+    with pytest.raises(ValueError, match="beta_fast must be greater than beta_slow"):
+        scaling.yarn_correction_range(16, 4096, beta_fast=2.0, beta_slow=2.0)
+    with pytest.raises(ValueError, match="base must"):
+        scaling.yarn_correction_range(16, 4096, base=1.0)
