@@ -21,8 +21,7 @@ import pytest
 from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "_build"
-BUILD_HTML = BUILD / "html"
+BUILD_HTML = ROOT / "_build" / "html"
 JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
 
 
@@ -80,6 +79,16 @@ def built_site(book_build) -> Path:
     if book_build["returncode"] != 0:
         pytest.fail("jupyter-book build failed (warnings count as errors):\n" + book_build["log"])
     return BUILD_HTML
+
+
+def pytest_configure(config):
+    """Under pytest-xdist a worker runs on every core: each (with the kernels it starts)
+    gets one thread for torch and the linear algebra libraries, since threads that share
+    cores with other workers only wait for each other (companion.lab runs on one thread
+    for the same reason)."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ.setdefault(variable, "1")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -98,10 +98,11 @@ def grading_notebook(versions: dict[str, list[str]], tests_dir: Path, results: P
     return nb
 
 
-def grade_versions(autograder: Path, versions: dict[str, object], workdir: Path,
+def grade_versions(autograder: Path, versions: dict[str, object], notebook_name: str, workdir: Path,
                    timeout: int = 600) -> dict[str, dict[str, dict]]:
     """Grade notebooks (``{name: notebook}``, the solution under ``"solution"``) with
-    ``autograder`` (an ``autograder.zip``) in one kernel.
+    ``autograder`` (an ``autograder.zip``) in one kernel; ``notebook_name`` is the file
+    name a submission has (the notebook's otter init cell opens it).
 
     Returns ``{name: {question: {"score", "possible", "output"}}}``, the questions in the
     order of the solution's checks, as :func:`assignments.grade` returns them.
@@ -114,15 +115,31 @@ def grade_versions(autograder: Path, versions: dict[str, object], workdir: Path,
     if (source / "files").is_dir():  # support files go beside the notebook, as in otter run
         for item in (source / "files").iterdir():
             (shutil.copytree if item.is_dir() else shutil.copy)(item, workdir / item.name)
+    nbformat.write(versions[SOLUTION], workdir / notebook_name)
     results = workdir / "results.json"
     cells = {name: code_cells(nb) for name, nb in versions.items()}
     nb = grading_notebook(cells, source / "tests", results)
     NotebookClient(nb, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(workdir)}}).execute()
     graded = json.loads(results.read_text())
+    late = [question for question, result in graded[SOLUTION].items() if result.pop("at_end")]
+    if late:
+        raise RuntimeError(f"the solution's grader.check cells did not run for {late}: "
+                           f"{_first_error(nb)}")
+    for scores in graded.values():
+        for result in scores.values():
+            result.pop("at_end", None)
     order = {question: rank for rank, (_, question) in enumerate(_checked_questions(cells[SOLUTION]))}
     return {name: dict(sorted(scores.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
             for name, scores in graded.items()}
+
+
+def _first_error(nb) -> str:
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                return f"{output.ename}: {output.evalue} (in a cell starting {cell.source[:60]!r})"
+    return "no cell raised"
 
 
 class Versions:
@@ -138,11 +155,11 @@ class Versions:
         self.version = version
         self.results[version] = {}
 
-    def record(self, result):
+    def record(self, result, at_end: bool = False):
         """Keep one question's result as otter's results.json reports it."""
         self.results[self.version][result.name] = {
             "score": round(float(result.score), 5), "possible": round(float(result.possible), 5),
-            "output": result.summary()}
+            "output": result.summary(), "at_end": at_end}
         return result
 
     def finish(self) -> None:
@@ -155,7 +172,7 @@ class Versions:
             test = create_test_file(str(path), NBMetadataConfig())
             if test.name not in self.results[self.version]:
                 test.run(self.namespace)
-                self.record(test)
+                self.record(test, at_end=True)
         self.results_path.write_text(json.dumps(self.results))
 
     def save(self) -> None:

@@ -28,10 +28,13 @@ def markdown(nb) -> str:
     return "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
 
 
-def lesson_data_files() -> list[Path]:
-    """Files beside the lessons that a lesson may read (lessons/lab_results/...)."""
-    return [p for p in (ROOT / "lessons").rglob("*") if p.is_file() and p.suffix != ".ipynb"
-            and ".ipynb_checkpoints" not in p.parts]
+def data_files_read_by(nb) -> list[Path]:
+    """Files beside the lessons that a lesson names (lessons/lab_results/... for a lesson
+    that mentions lab_results): the cached execution must be newer than they are."""
+    text = "\n".join(cell.source for cell in nb.cells)
+    folder = ROOT / "lessons"
+    return [p for p in folder.rglob("*") if p.is_file() and p.suffix != ".ipynb"
+            and ".ipynb_checkpoints" not in p.parts and p.relative_to(folder).parts[0] in text]
 
 
 @pytest.mark.site
@@ -46,17 +49,30 @@ def test_lesson_executes(path, book_build, record_property):
         detail = report.read_text()[-6000:] if report.is_file() else book_build["log"]
         pytest.fail(f"{path.name} did not run to the end in the book build:\n{detail}")
     executed = record.created.replace(tzinfo=timezone.utc)
-    for data in lesson_data_files():
+    for data in data_files_read_by(nb):
         changed = datetime.fromtimestamp(data.stat().st_mtime, tz=timezone.utc)
         assert changed <= executed, (
             f"{path.name} was executed before {data.relative_to(ROOT)} changed; run it again "
             "(rm -rf _build/.jupyter_cache, then make book)")
-    outputs = get_cache(str(EXECUTION_CACHE)).get_cache_bundle(record.pk).nb
-    errors = [out for cell in outputs.cells for out in cell.get("outputs", []) if out.output_type == "error"]
+    executed_cells = get_cache(str(EXECUTION_CACHE)).get_cache_bundle(record.pk).nb.cells
+    meant_to_raise = [("raises-exception" in cell.metadata.get("tags", []))
+                      for cell in nb.cells if cell.cell_type == "code"]
+    errors = [out for cell, allowed in zip(executed_cells, meant_to_raise) if not allowed
+              for out in cell.get("outputs", []) if out.output_type == "error"]
     assert not errors, f"{path.name}: {errors[0].ename}: {errors[0].evalue}"
     record_property("lesson", path.name)
     record_property("lesson_execution_seconds", float(record.data["execution_seconds"]))
     record_property("executed", f"executed {executed.astimezone():%Y-%m-%d %H:%M}")
+
+
+@pytest.mark.site
+def test_an_edited_lesson_has_no_execution_to_show(book_build):
+    """test_lesson_executes can fail: a lesson whose code is not what the build ran
+    finds no cached execution."""
+    nb = nbformat.read(LESSONS[0], as_version=4)
+    next(cell for cell in nb.cells if cell.cell_type == "code").source += "\nraise RuntimeError('never run')"
+    with pytest.raises(KeyError):
+        get_cache(str(EXECUTION_CACHE)).match_cache_notebook(nb)
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
