@@ -11,9 +11,9 @@
 # its CPU build), the pinned front-end files in node_modules (npm ci), and, for the browser
 # tests, Chromium from the system's package manager (or CHROMIUM=/path/to/chromium).
 #
-# make test runs the tests in parallel, one pytest-xdist worker per core; tests that share
-# work (the book build, one chapter's grading) go to one worker, and the first test
-# that needs the book builds it. Options for pytest go in PYTEST_ARGS, e.g.
+# make test runs the tests in parallel, one pytest-xdist worker per core: one worker builds
+# the book while the others run the tests that do not need it (tests/conftest.py orders
+# them so). Options for pytest go in PYTEST_ARGS, e.g.
 #   make test PYTEST_ARGS="--durations=25"      also list the 25 slowest tests
 #   make test PYTEST_ARGS="-n 0 tests/test_rope.py"   one file, no workers
 
@@ -38,7 +38,7 @@ book: $(PY_STAMP) $(NPM_STAMP) $(KERNEL_CONFIG)
 	@echo "and visit http://127.0.0.1:8000/"
 
 test: $(PY_STAMP) $(NPM_STAMP) $(KERNEL_CONFIG) browser
-	$(BIN)/python -m pytest -n auto --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 # Every lesson, or only those named: make assignments LESSONS="lessons/03_rope.ipynb"
 assignments: $(PY_STAMP)

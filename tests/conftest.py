@@ -91,13 +91,38 @@ def pytest_configure(config):
             os.environ.setdefault(variable, "1")
 
 
-@pytest.hookimpl(tryfirst=True)
+def needs_book(item) -> bool:
+    return item.get_closest_marker("site") is not None or "book_build" in item.fixturenames
+
+
+def graded_lesson(item) -> str | None:
+    """The lesson whose grades a test reads (tests/test_assignments.py), if any."""
+    if "graded" not in item.fixturenames or not hasattr(item, "callspec"):
+        return None
+    params = item.callspec.params
+    return params["lesson"] if "lesson" in params else getattr(params.get("path"), "stem", None)
+
+
 def pytest_collection_modifyitems(items):
-    """Tests that need the book build run in one pytest-xdist worker (make test uses
-    --dist loadgroup): that worker builds the book while the others run the rest."""
-    for item in items:
-        if item.get_closest_marker("site") or "book_build" in item.fixturenames:
-            item.add_marker(pytest.mark.xdist_group("book"))
+    """An order that keeps every pytest-xdist worker busy (it changes nothing else):
+    first one test that needs the book, so that a worker starts the build at once; then
+    the tests that need no build, those that read one lesson's grades next to each
+    other (they share one grading); last the other tests that need the book, built by
+    the time they run."""
+    book = [item for item in items if needs_book(item)]
+    rest = [item for item in items if not needs_book(item)]
+    graded = [item for item in rest if graded_lesson(item)]
+    if graded:
+        lessons = list(dict.fromkeys(graded_lesson(item) for item in graded))
+        graded.sort(key=lambda item: lessons.index(graded_lesson(item)))
+        at = rest.index(graded[0])
+        rest = [item for item in rest if not graded_lesson(item)]
+        rest[at:at] = graded
+    if book:  # one that builds at its setup (a browser test could be skipped first)
+        first = next((item for item in book if "book_build" in item.fixturenames), book[0])
+        book.remove(first)
+        rest.insert(0, first)
+    items[:] = rest + book
 
 
 def chromium_path() -> str | None:

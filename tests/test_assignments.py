@@ -39,16 +39,6 @@ LESSONS = assignments.all_lessons()
 WRONG = ROOT / "tests" / "wrong_answers"
 
 
-def graded_with(lesson: str):
-    """Tests that read a lesson's grades run in one pytest-xdist worker (make test uses
-    --dist loadgroup), so that the other workers need not wait for that grading."""
-    return pytest.mark.xdist_group(f"grading-{lesson}")
-
-
-def each_lesson():
-    return [pytest.param(path, id=path.stem, marks=graded_with(path.stem)) for path in LESSONS]
-
-
 def wrong_answers(lesson: str) -> list[dict]:
     path = WRONG / f"{lesson}.json"
     return json.loads(path.read_text()) if path.exists() else []
@@ -181,7 +171,7 @@ def test_leak_search_finds_a_planted_solution(generated, tmp_path):
     assert planted in assignments.find_leaks(lesson, student)
 
 
-@pytest.mark.parametrize("path", each_lesson())
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_solutions_score_full_marks(path, graded):
     lesson = assignments.read_lesson(path)
     scores = graded[path.stem]["solution"]
@@ -192,7 +182,7 @@ def test_solutions_score_full_marks(path, graded):
     assert {n: s["possible"] for n, s in scores.items()} == expected
 
 
-@pytest.mark.parametrize("path", each_lesson())
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_untouched_student_notebook_scores_zero_with_messages(path, graded):
     scores = graded[path.stem]["untouched"]
     for name, s in scores.items():
@@ -203,7 +193,7 @@ def test_untouched_student_notebook_scores_zero_with_messages(path, graded):
             assert message.startswith("CheckFailed: "), f"{name}: not a check's message: {message}"
 
 
-CASES = [pytest.param(path.stem, index, case, id=f"{path.stem}-{case['question']}", marks=graded_with(path.stem))
+CASES = [pytest.param(path.stem, index, case, id=f"{path.stem}-{case['question']}")
          for path in LESSONS for index, case in enumerate(wrong_answers(path.stem))]
 
 
@@ -266,7 +256,6 @@ def test_markers_are_checked(tmp_path):
         assignments.read_lesson(broken)
 
 
-@graded_with("03_rope")
 def test_command_line_generates_lists_and_grades(tmp_path, graded, monkeypatch, capsys):
     """The commands of the instructors' page: generate, questions, grade (points per question, CSV)."""
     assert assignments.main(["generate", str(ROOT / "lessons" / "03_rope.ipynb"), "--out", str(tmp_path)]) == 0
@@ -286,7 +275,6 @@ def test_command_line_generates_lists_and_grades(tmp_path, graded, monkeypatch, 
     assert rows[1] == "right.ipynb,3.0,2.0,3.0,2.0,10.0" and rows[2] == "empty.ipynb,0.0,0.0,0.0,0.0,0.0"
 
 
-@graded_with("03_rope")
 def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, graded, monkeypatch, capsys):
     """A class's batch: a file that is not a notebook, another chapter's notebook and an
     endless loop are each reported, the good submission is graded, the CSV has a row for
@@ -325,7 +313,6 @@ def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, g
 AGREEMENT_LESSON = "01_absolute_positions"
 
 
-@graded_with(AGREEMENT_LESSON)
 def test_grading_in_one_kernel_agrees_with_otter_run(generated, graded):
     """The grades the tests use (every version of a lesson in one kernel) are those that
     ``otter run`` gives each notebook alone: same questions, points and messages."""
