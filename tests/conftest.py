@@ -1,8 +1,14 @@
-"""Shared fixtures: the repository root, the built site, and a browser."""
+"""Shared fixtures: the repository root, the book build, the built site, and a browser.
+
+Under pytest-xdist (``make test`` runs ``pytest -n auto``) every worker is its own
+process; work that many tests share, such as the book build, is done once per test run
+by whichever worker needs it first (:func:`once_per_run`).
+"""
 from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import shutil
 import socketserver
@@ -12,6 +18,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_HTML = ROOT / "_build" / "html"
@@ -29,17 +36,93 @@ def build_book(root: Path) -> subprocess.CompletedProcess:
     )
 
 
+def once_per_run(name: str, produce, tmp_path_factory):
+    """``produce()`` (a JSON value) computed once in this test run and shared by every
+    pytest-xdist worker: the first worker to ask computes it while the others wait for
+    it (pytest-xdist's recipe for a fixture that runs once). When it raises, the
+    others get the error instead of trying again. Without xdist it is simply computed."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return produce()
+    shared = tmp_path_factory.getbasetemp().parent / f"{name}.json"
+    with FileLock(f"{shared}.lock"):
+        if shared.is_file():
+            stored = json.loads(shared.read_text())
+            if "error" in stored:
+                raise RuntimeError(f"{name}, computed by another worker, failed: {stored['error']}")
+            return stored["value"]
+        try:
+            value = produce()
+        except Exception as error:
+            shared.write_text(json.dumps({"error": f"{type(error).__name__}: {error}"}))
+            raise
+        shared.write_text(json.dumps({"value": value}))
+        return value
+
+
 @pytest.fixture(scope="session")
-def built_site() -> Path:
-    """Build the whole book once per test run (cached execution makes rebuilds fast)."""
-    result = build_book(ROOT)
-    if result.returncode != 0:
-        pytest.fail(
-            "jupyter-book build failed (warnings count as errors):\n"
-            + result.stdout[-6000:]
-            + result.stderr[-4000:]
-        )
+def book_build(tmp_path_factory) -> dict:
+    """Build the whole book once per test run, as ``make book`` does; returns its exit
+    status and the end of its output. Notebook execution is cached in
+    ``_build/.jupyter_cache``, so a rebuild after a small change takes seconds, and the
+    lesson tests read what the build executed (tests/test_lessons.py)."""
+
+    def produce():
+        result = build_book(ROOT)
+        return {"returncode": result.returncode, "log": result.stdout[-6000:] + result.stderr[-4000:]}
+
+    return once_per_run("book-build", produce, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def built_site(book_build) -> Path:
+    """The built site; fails when the build did (warnings count as errors)."""
+    if book_build["returncode"] != 0:
+        pytest.fail("jupyter-book build failed (warnings count as errors):\n" + book_build["log"])
     return BUILD_HTML
+
+
+def pytest_configure(config):
+    """Under pytest-xdist a worker runs on every core: each (with the kernels it starts)
+    gets one thread for torch and the linear algebra libraries, since threads that share
+    cores with other workers only wait for each other (companion.lab runs on one thread
+    for the same reason)."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ.setdefault(variable, "1")
+
+
+def needs_book(item) -> bool:
+    return item.get_closest_marker("site") is not None or "book_build" in item.fixturenames
+
+
+def graded_lesson(item) -> str | None:
+    """The lesson whose grades a test reads (tests/test_assignments.py), if any."""
+    if "graded" not in item.fixturenames or not hasattr(item, "callspec"):
+        return None
+    params = item.callspec.params
+    return params["lesson"] if "lesson" in params else getattr(params.get("path"), "stem", None)
+
+
+def pytest_collection_modifyitems(items):
+    """An order that keeps every pytest-xdist worker busy (it changes nothing else):
+    first one test that needs the book, so that a worker starts the build at once; then
+    the tests that need no build, those that read one lesson's grades next to each
+    other (they share one grading); last the other tests that need the book, built by
+    the time they run."""
+    book = [item for item in items if needs_book(item)]
+    rest = [item for item in items if not needs_book(item)]
+    graded = [item for item in rest if graded_lesson(item)]
+    if graded:
+        lessons = list(dict.fromkeys(graded_lesson(item) for item in graded))
+        graded.sort(key=lambda item: lessons.index(graded_lesson(item)))
+        at = rest.index(graded[0])
+        rest = [item for item in rest if not graded_lesson(item)]
+        rest[at:at] = graded
+    if book:  # one that builds at its setup (a browser test could be skipped first)
+        first = next((item for item in book if "book_build" in item.fixturenames), book[0])
+        book.remove(first)
+        rest.insert(0, first)
+    items[:] = rest + book
 
 
 def chromium_path() -> str | None:
@@ -169,15 +252,16 @@ def open_figure(browser, request, tmp_path_factory):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Report lesson execution times and the size of the built site."""
-    try:
-        from test_lessons import TIMINGS
-    except ImportError:
-        TIMINGS = {}
-    if TIMINGS:
-        terminalreporter.section("lesson execution times (fresh kernel)")
-        for name, seconds in sorted(TIMINGS.items()):
-            terminalreporter.write_line(f"{name:40s} {seconds:6.1f} s")
+    """Report each lesson's execution time in the book build, and the size of the built site."""
+    timings = {}
+    for report in terminalreporter.stats.get("passed", []):
+        properties = dict(report.user_properties)
+        if "lesson_execution_seconds" in properties:
+            timings[properties["lesson"]] = (properties["lesson_execution_seconds"], properties["executed"])
+    if timings:
+        terminalreporter.section("lesson execution times (book build, fresh kernel each)")
+        for name, (seconds, executed) in sorted(timings.items()):
+            terminalreporter.write_line(f"{name:40s} {seconds:6.1f} s   {executed}")
     if BUILD_HTML.is_dir():
         size = sum(p.stat().st_size for p in BUILD_HTML.rglob("*") if p.is_file())
         terminalreporter.section("built site")
