@@ -14,17 +14,14 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.exercises` -- typical wrong answers to exercises, which the checks name
 - :mod:`companion.figures` -- the interactive figures
 
-The lab (chapter 9) adds :mod:`companion.models` (a tiny decoder whose position scheme
-is one argument), :mod:`companion.data` (a byte-level corpus of Python's own source and
-synthetic retrieval tasks), :mod:`companion.train`, :mod:`companion.evals` (works with
-any callable from tokens to logits) and :mod:`companion.lab` (the three experiments;
-``python -m companion.lab --config full --out lessons/lab_results``).
+The lab of chapter 9 is the subpackage :mod:`companion.lab` (tiny models trained with
+every scheme, their data, training, evaluations and experiments, and the stored
+results the chapters read); import it with ``from companion import lab``.
 """
-from . import absolute, alibi, attention, checks, data, exercises, evals, models, nope, relative, rope, scaling, symbolic, train
+from . import absolute, alibi, attention, checks, exercises, nope, relative, rope, scaling, symbolic
 
 __version__ = "0.1.0"
 
 __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic", "checks", "exercises",
-    "models", "data", "train", "evals",
 ]
