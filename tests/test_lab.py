@@ -182,14 +182,17 @@ def test_chapter_runs_alone_from_the_installed_package(notebook, tmp_path):
 
 @pytest.mark.lab
 def test_reduced_lab_runs_end_to_end(tmp_path):
-    start = time.perf_counter()
-    paths = experiments.run_all("reduced", tmp_path, workers=2, stream=None)
-    seconds = time.perf_counter() - start
-    assert seconds < 600
+    """One process per seed (``--part``), then ``--merge``: the way the stored results are made."""
     cfg = experiments.get_config("reduced")
+    for part in range(len(cfg["seeds"])):
+        paths = experiments.run_all("reduced", tmp_path, stream=None, part=part)
+        assert set(paths) == {f"seed{cfg['seeds'][part]}", f"lr_sweep_part{part}", f"summary_part{part}"}
+    assert set(experiments.merge_parts(tmp_path)) == {"lr_sweep", "summary"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"seed{s}.json" for s in cfg["seeds"]] + ["lr_sweep.json", "summary.json"])
     run = results.load_results(tmp_path)
-    assert set(paths) == {f"seed{s}" for s in cfg["seeds"]} | {"lr_sweep", "summary"}
     summary = run.summary
+    assert summary["processes"] == len(cfg["seeds"]) == len(summary["part_wall_seconds"])
     assert summary["config"] == cfg and summary["config_name"] == "reduced"
     assert summary["code_fingerprint"] == fingerprint.fingerprint(summary["code_sources"])
     assert summary["wall_seconds"] > 0 and summary["cpu_seconds"] > 0 and summary["peak_memory_mib_per_process"] > 0
@@ -231,5 +234,23 @@ def test_reduced_lab_runs_end_to_end(tmp_path):
 def test_command_line_refuses_to_overwrite_the_stored_results_with_another_configuration(tmp_path):
     with pytest.raises(ValueError, match="out_dir"):
         experiments.run_all("reduced", None)
+    with pytest.raises(ValueError, match="part"):
+        experiments.run_all("reduced", tmp_path, part=5)
+    with pytest.raises(ValueError, match="out_dir"):
+        experiments.merge_parts(tmp_path)
     done = subprocess.run([sys.executable, "-m", "companion.lab", "--help"], capture_output=True, text=True)
-    assert done.returncode == 0 and "--workers" in done.stdout
+    assert done.returncode == 0 and "--part" in done.stdout and "--merge" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "companion.lab", "--config", "reduced"], capture_output=True, text=True)
+    assert done.returncode != 0 and "--out is required" in done.stderr
+
+
+@pytest.mark.parametrize("notebook", ["07_long_context.ipynb", "09_lab.ipynb"])
+def test_no_markdown_cell_opens_a_bare_code_fence(notebook):
+    """A stray ``` line turns the prose after it into a code block: every fence must name its language or directive."""
+    markdown_it = pytest.importorskip("markdown_it")
+    nb = json.loads((ROOT / "lessons" / notebook).read_text())
+    parser = markdown_it.MarkdownIt()
+    for index, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown":
+            bare = [t for t in parser.parse("".join(cell["source"])) if t.type == "fence" and not t.info.strip()]
+            assert not bare, f"cell {index} of {notebook} opens a fence without a language: {bare[0].content[:60]!r}"

@@ -85,7 +85,7 @@ def test_mixed_batches_alternate(corpus):
 def test_progress_bar_is_tqdm_and_can_be_silenced(capsys, corpus):
     train.train(tiny(), train.text_batches(corpus.train, 2, 8), 4, progress=True, label="demo")
     err = capsys.readouterr().err
-    assert "demo" in err and "4/4" in err                 # tqdm's counter on standard error
+    assert "demo:" in err and "/4 [" in err and "it/s" in err     # tqdm's bar on standard error
     train.train(tiny(), train.text_batches(corpus.train, 2, 8), 2, progress=False)
     assert capsys.readouterr().err == ""
 

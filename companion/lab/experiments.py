@@ -37,12 +37,14 @@ trained, show how much of the key matching the models learned.
 
 **Running.** ``python -m companion.lab --config full|reduced`` runs every (seed,
 arm) pair as one job in a pool of worker processes (``--workers``, default 2, one
-torch thread each) and writes ``seed<k>.json`` per seed, ``lr_sweep.json`` and
-``summary.json`` into ``--out`` (default: the package's ``stored`` folder for
-``full``). Every file records the configuration and :func:`companion.lab.fingerprint.fingerprint`
-of the code the experiments execute. A job's numbers depend only on its seed and
-arm, never on the order or the process it ran in: on the same machine a re-run
-repeats them exactly.
+torch thread each). ``--part i`` runs only the ``i``-th seed's jobs (and a share of
+the sweep) in one process, so that one process per seed can run at once, and
+``--merge`` joins what the parts wrote. The files are ``seed<k>.json`` per seed,
+``lr_sweep.json`` and ``summary.json``, in ``--out`` (default: the package's
+``stored`` folder for ``full``). Every file records the configuration and
+:func:`companion.lab.fingerprint.fingerprint` of the code the experiments execute.
+A job's numbers depend only on its seed and arm, never on the order or the process
+it ran in: on the same machine a re-run repeats them exactly.
 """
 from __future__ import annotations
 
@@ -66,7 +68,7 @@ from .models import SCHEMES, TinyTransformer, count_parameters
 
 __all__ = [
     "CONFIGS", "TASKS", "get_config", "arm_names", "peak_memory_mib", "train_arm", "extrapolation",
-    "retrieval", "extension", "lr_sweep", "run_job", "jobs", "run_all", "main",
+    "retrieval", "extension", "lr_sweep", "run_job", "jobs", "run_all", "merge_parts", "main",
 ]
 
 _DEPTHS = [0.0, 0.25, 0.5, 0.75, 1.0]
@@ -86,16 +88,16 @@ CONFIGS = {
     "full": {
         "seeds": [0, 1, 2],
         "arms": _arms(64),
-        "model": {"d_model": 64, "n_heads": 4, "n_layers": 2, "tie_embeddings": True},
+        "model": {"d_model": 32, "n_heads": 2, "n_layers": 2, "tie_embeddings": True},
         "context_length": 64,
-        "train": {"steps": 1000, "batch_size": 32, "lr": 3e-3, "warmup": 100, "weight_decay": 0.1},
+        "train": {"steps": 600, "batch_size": 32, "lr": 3e-3, "warmup": 60, "weight_decay": 0.1},
         "task": {"n_needles": 1},
-        "eval": {"multiples": [1, 2, 4, 8], "depths": _DEPTHS, "n_examples": 100, "bootstrap": 1000,
-                 "tokens_per_length": None, "attention_examples": 20},
+        "eval": {"multiples": [1, 2, 4, 8], "depths": _DEPTHS, "n_examples": 100, "probe_examples": 50,
+                 "bootstrap": 1000, "tokens_per_length": None, "attention_examples": 10},
         "probes": {"multi_key": {"n_needles": 4}, "variable_tracking": {"hops": 2, "n_chains": 2},
-                   "variable_tracking_examples": 200},
+                   "variable_tracking_examples": 100},
         "extension": {"factor": 4, "methods": ["none", "pi", "ntk", "dynamic_ntk", "yarn", "yarn_code"],
-                      "finetune_steps": 150, "finetune_lr": 1e-3, "finetune_examples": 100,
+                      "finetune_steps": 100, "finetune_lr": 1e-3, "finetune_examples": 100,
                       "dynamic_lengths": [64, 128, 256]},
         "lr_sweep": {"size": "reduced", "lrs": [1e-3, 3e-3, 1e-2], "seeds": [0]},
     },
@@ -106,8 +108,8 @@ CONFIGS = {
         "context_length": 32,
         "train": {"steps": 150, "batch_size": 16, "lr": 3e-3, "warmup": 15, "weight_decay": 0.1},
         "task": {"n_needles": 1},
-        "eval": {"multiples": [1, 2, 4, 8], "depths": [0.0, 0.5, 1.0], "n_examples": 10, "bootstrap": 100,
-                 "tokens_per_length": 4096, "attention_examples": 4},
+        "eval": {"multiples": [1, 2, 4, 8], "depths": [0.0, 0.5, 1.0], "n_examples": 10, "probe_examples": 6,
+                 "bootstrap": 100, "tokens_per_length": 4096, "attention_examples": 4},
         "probes": {"multi_key": {"n_needles": 2}, "variable_tracking": {"hops": 1, "n_chains": 2},
                    "variable_tracking_examples": 20},
         "extension": {"factor": 4, "methods": ["none", "pi", "ntk", "dynamic_ntk", "yarn", "yarn_code"],
@@ -121,8 +123,8 @@ CONFIGS = {
 SWEEP_SIZES = {
     "reduced": {"model": {"d_model": 32, "n_heads": 2, "n_layers": 2, "tie_embeddings": True},
                 "context_length": 32,
-                "train": {"steps": 400, "batch_size": 16, "warmup": 40, "weight_decay": 0.1},
-                "tokens_per_length": None, "n_examples": 100},
+                "train": {"steps": 200, "batch_size": 16, "warmup": 20, "weight_decay": 0.1},
+                "tokens_per_length": 32768, "n_examples": 50},
     "tiny": {"model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "tie_embeddings": True},
              "context_length": 16,
              "train": {"steps": 20, "batch_size": 8, "warmup": 2, "weight_decay": 0.1},
@@ -254,8 +256,8 @@ def retrieval(model, config="reduced", seed: int = 0) -> dict:
 
     The single needle and multi-key retrieval are placed at each depth of
     ``eval.depths`` (:func:`companion.lab.evals.accuracy_grid`, ``n_examples``
-    per cell). Variable tracking places its chains at random, so its examples are
-    binned by the depth of the queried chain's first statement into as many equal
+    per cell; ``probe_examples`` for multi-key). Variable tracking places its
+    chains at random, so its examples are binned by the depth of the queried chain's first statement into as many equal
     bins as there are depths. Returns ``{task: {"lengths", "depths", "accuracy"
     [per length][per depth], "by_length", "by_depth", "status", "n_examples",
     "chance"}}`` plus ``"attention_beyond_L"`` (see :func:`attention_shares`).
@@ -265,13 +267,14 @@ def retrieval(model, config="reduced", seed: int = 0) -> dict:
     lengths = [m * L for m in ev["multiples"]]
     chance = chance_levels(cfg)
     out = {}
-    for task, make, options in (("single_needle", data.retrieval, cfg["task"]),
-                                ("multi_key", data.multi_key_retrieval, probes["multi_key"])):
-        rows = evals.accuracy_grid(model, lengths, ev["depths"], ev["n_examples"], seed=seed * 1000 + 11,
+    for task, make, options, n_examples in (
+            ("single_needle", data.retrieval, cfg["task"], ev["n_examples"]),
+            ("multi_key", data.multi_key_retrieval, probes["multi_key"], ev["probe_examples"])):
+        rows = evals.accuracy_grid(model, lengths, ev["depths"], n_examples, seed=seed * 1000 + 11,
                                    make_task=make, **options)
         acc = np.array([np.nan if r["accuracy"] is None else r["accuracy"] for r in rows])
         out[task] = _grid_record(acc.reshape(len(lengths), len(ev["depths"])), lengths, ev["depths"],
-                                 [r["defined"] for r in rows[::len(ev["depths"])]], ev["n_examples"], chance[task])
+                                 [r["defined"] for r in rows[::len(ev["depths"])]], n_examples, chance[task])
     out["variable_tracking"] = _variable_tracking(model, lengths, ev["depths"], probes, seed, chance)
     out["attention_beyond_L"] = attention_shares(model, config, seed)
     return out
@@ -464,12 +467,17 @@ def run_job(job: tuple, config="reduced", progress: bool = False) -> dict:
             "pid": os.getpid()}
 
 
-def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout) -> dict:
-    """Run every job in ``workers`` processes and write the result files into ``out_dir``.
+def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout, part: int | None = None) -> dict:
+    """Run the jobs in ``workers`` processes and write the result files into ``out_dir``.
 
     ``out_dir=None`` means the package's stored results for ``full`` (the files
     the book reads, :data:`companion.lab.results.STORED`) and is refused for other
-    configurations. Returns ``{name: path}`` of the files written.
+    configurations. ``part=i`` runs only seed ``seeds[i]``'s jobs and every
+    ``len(seeds)``-th sweep job from the ``i``-th, so that one process per seed can
+    run the whole experiment (``python -m companion.lab --part i`` for each ``i``,
+    then ``--merge``); the parts write ``seed<k>.json`` and a partial sweep and
+    summary, and :func:`merge_parts` joins them. Returns ``{name: path}`` of the
+    files written.
     """
     from . import results as stored_results
 
@@ -482,25 +490,37 @@ def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     workers = _checks.positive_int("workers", workers)
-    start, load_before = time.perf_counter(), os.getloadavg()
-    records, done_folder = [], out / "jobs"
+    todo = jobs(cfg)
+    seeds = cfg["seeds"]
+    if part is not None:
+        part = _checks.one_of("part", part, tuple(range(len(seeds))))
+        sweep = [j for j in todo if j[0] == "sweep"]
+        todo = [j for j in todo if j[0] == "arm" and j[1] == seeds[part]] + sweep[part::len(seeds)]
+        seeds = [seeds[part]]
+    start, started, load_before = time.perf_counter(), time.time(), os.getloadavg()
+    records, done_folder = [], out / f"jobs{'' if part is None else part}"
     done_folder.mkdir(exist_ok=True)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_job, job, cfg): job for job in jobs(cfg)}
-        for done in as_completed(futures):
-            records.append(done.result())
-            _write(done_folder / ("-".join(map(str, records[-1]["job"])) + ".json"), records[-1])   # a checkpoint
-            if stream is not None:
-                job, r = records[-1]["job"], records[-1]
-                stream.write(f"[{time.perf_counter() - start:7.1f} s] {' '.join(map(str, job))}: "
-                             f"{r['seconds']:.1f} s, {r['cpu_seconds']:.1f} CPU s\n")
-                stream.flush()
-    wall = time.perf_counter() - start
+
+    def finished(record):
+        records.append(record)
+        _write(done_folder / ("-".join(map(str, record["job"])) + ".json"), record)   # a checkpoint
+        if stream is not None:
+            stream.write(f"[{time.perf_counter() - start:7.1f} s] {' '.join(map(str, record['job']))}: "
+                         f"{record['seconds']:.1f} s, {record['cpu_seconds']:.1f} CPU s\n")
+            stream.flush()
+
+    if workers == 1:
+        for job in todo:
+            finished(run_job(job, cfg))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(run_job, job, cfg) for job in todo]
+            for done in as_completed(futures):
+                finished(done.result())
     meta = _meta(name, cfg)
     paths = {}
-    for seed in cfg["seeds"]:
-        mine = [r for r in records if r["job"][0] == "arm" and r["job"][1] == seed]
-        arms = {r["job"][2]: r for r in mine}
+    for seed in seeds:
+        arms = {r["job"][2]: r for r in records if r["job"][0] == "arm" and r["job"][1] == seed}
         record = {"experiment": "lab", "seed": seed, **meta,
                   "train": {a: arms[a]["result"]["train"] for a in cfg["arms"]},
                   "extrapolation": {a: arms[a]["result"]["extrapolation"] for a in cfg["arms"]},
@@ -509,36 +529,81 @@ def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout)
                   "jobs": {a: {k: arms[a][k] for k in ("seconds", "cpu_seconds", "peak_memory_mib")}
                            for a in cfg["arms"]}}
         paths[f"seed{seed}"] = _write(out / f"seed{seed}.json", record)
+    suffix = "" if part is None else f"_part{part}"
     sweep = sorted((r for r in records if r["job"][0] == "sweep"), key=lambda r: tuple(map(str, r["job"])))
-    paths["lr_sweep"] = _write(out / "lr_sweep.json", {
+    paths["lr_sweep" + suffix] = _write(out / f"lr_sweep{suffix}.json", {
         "experiment": "lr_sweep", **meta, "size": SWEEP_SIZES[cfg["lr_sweep"]["size"]],
         "cells": [r["result"] for r in sweep]})
-    summary = {"experiment": "summary", **meta, "wall_seconds": round(wall, 1), "workers": workers,
+    summary = {"experiment": "summary", **meta, "wall_seconds": round(time.perf_counter() - start, 1),
+               "started": round(started, 1), "ended": round(time.time(), 1), "workers": workers,
+               "processes": workers if part is None else 1,
                "cpu_seconds": round(sum(r["cpu_seconds"] for r in records), 1),
-               "cpu_seconds_children": round(cpu_seconds("children"), 1),
                "peak_memory_mib_per_process": round(max(r["peak_memory_mib"] for r in records), 1),
-               "peak_memory_mib_main": round(peak_memory_mib(), 1),
                "load_average_before": [round(v, 2) for v in load_before],
                "load_average_after": [round(v, 2) for v in os.getloadavg()],
-               "cpu_count": os.cpu_count(), "n_jobs": len(records),
-               "files": sorted(Path(p).name for p in paths.values())}
-    paths["summary"] = _write(out / "summary.json", summary)
+               "cpu_count": os.cpu_count(), "n_jobs": len(records)}
+    paths["summary" + suffix] = _write(out / f"summary{suffix}.json", summary)
     for path in done_folder.glob("*.json"):   # every job is now in the files above
         path.unlink()
     done_folder.rmdir()
     return paths
 
 
+def merge_parts(out_dir=None) -> dict:
+    """Join the files of the parts of a run (``run_all(..., part=i)``) into ``lr_sweep.json`` and ``summary.json``.
+
+    The wall time of the whole is from the first part's start to the last part's
+    end (the parts run at the same time, one process each); CPU time and jobs add up;
+    the peak memory is the largest of any process. Removes the partial files.
+    """
+    from . import results as stored_results
+
+    out = stored_results.STORED if out_dir is None else Path(out_dir)
+    parts = sorted(out.glob("summary_part*.json"))
+    if not parts:
+        raise ValueError(f"out_dir must hold the summary_part*.json files of a run's parts; none in {out}")
+    summaries = [json.loads(p.read_text()) for p in parts]
+    sweeps = [json.loads(p.read_text()) for p in sorted(out.glob("lr_sweep_part*.json"))]
+    first = summaries[0]
+    if any(s["config"] != first["config"] or s["code_fingerprint"] != first["code_fingerprint"] for s in summaries):
+        raise ValueError(f"the parts in {out} come from different configurations or code")
+    cells = sorted((c for s in sweeps for c in s["cells"]), key=lambda c: (c["arm"], c["lr"], c["seed"]))
+    paths = {"lr_sweep": _write(out / "lr_sweep.json", {**sweeps[0], "cells": cells})}
+    started, ended = min(s["started"] for s in summaries), max(s["ended"] for s in summaries)
+    summary = {**first, "wall_seconds": round(ended - started, 1), "started": started, "ended": ended,
+               "workers": len(summaries), "processes": len(summaries),
+               "cpu_seconds": round(sum(s["cpu_seconds"] for s in summaries), 1),
+               "peak_memory_mib_per_process": max(s["peak_memory_mib_per_process"] for s in summaries),
+               "load_average_before": max((s["load_average_before"] for s in summaries), key=lambda v: v[0]),
+               "load_average_after": max((s["load_average_after"] for s in summaries), key=lambda v: v[0]),
+               "part_wall_seconds": [s["wall_seconds"] for s in summaries],
+               "n_jobs": sum(s["n_jobs"] for s in summaries)}
+    paths["summary"] = _write(out / "summary.json", summary)
+    for path in [*parts, *out.glob("lr_sweep_part*.json")]:
+        path.unlink()
+    return paths
+
+
 def main(argv=None) -> int:
-    """``python -m companion.lab --config full|reduced [--out DIR] [--workers N] [--quiet]``."""
+    """``python -m companion.lab --config full|reduced [--out DIR] [--workers N | --part I | --merge] [--quiet]``."""
     parser = argparse.ArgumentParser(prog="python -m companion.lab", description=__doc__.split("\n")[0])
     parser.add_argument("--config", choices=tuple(CONFIGS), default="reduced")
     parser.add_argument("--out", default=None,
                         help="folder for the JSON files (default for 'full': the package's stored results)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes, one torch thread each")
+    parser.add_argument("--part", type=int, default=None,
+                        help="run only the i-th seed's jobs (and a share of the sweep) in this process")
+    parser.add_argument("--merge", action="store_true", help="join the files the parts wrote")
     parser.add_argument("--quiet", action="store_true", help="no line per finished job")
     args = parser.parse_args(argv)
-    paths = run_all(args.config, args.out, workers=args.workers, stream=None if args.quiet else sys.stdout)
+    out = args.out
+    if out is None and args.config != "full":
+        parser.error("--out is required for a configuration other than 'full'")
+    if args.merge:
+        paths = merge_parts(out)
+    else:
+        paths = run_all(args.config, out, workers=1 if args.part is not None else args.workers,
+                        stream=None if args.quiet else sys.stdout, part=args.part)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
 
