@@ -37,7 +37,7 @@ def _trace_config() -> dict:
     cfg = experiments.get_config("reduced")
     cfg.update(seeds=[0])
     cfg["train"].update(steps=2, warmup=1)
-    cfg["eval"].update(n_examples=2, bootstrap=10, tokens_per_length=256, attention_examples=1)
+    cfg["eval"].update(n_examples=2, probe_examples=2, bootstrap=10, tokens_per_length=256, attention_examples=1)
     cfg["probes"]["variable_tracking_examples"] = 4
     cfg["extension"].update(finetune_steps=4, finetune_examples=2)
     cfg["lr_sweep"].update(size="tiny", lrs=[1e-3])
