@@ -90,7 +90,7 @@ CONFIGS = {
         "arms": _arms(64),
         "model": {"d_model": 32, "n_heads": 2, "n_layers": 2, "tie_embeddings": True},
         "context_length": 64,
-        "train": {"steps": 600, "batch_size": 32, "lr": 3e-3, "warmup": 60, "weight_decay": 0.1},
+        "train": {"steps": 1000, "batch_size": 32, "lr": 3e-3, "warmup": 100, "weight_decay": 0.1},
         "task": {"n_needles": 1},
         "eval": {"multiples": [1, 2, 4, 8], "depths": _DEPTHS, "n_examples": 100, "probe_examples": 50,
                  "bootstrap": 1000, "tokens_per_length": None, "attention_examples": 10},
