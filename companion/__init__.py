@@ -9,22 +9,23 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.alibi` -- attention with linear biases (chapter 4)
 - :mod:`companion.nope` -- no positional encoding, and Llama 4's interleaved layers (chapter 5)
 - :mod:`companion.scaling` -- context extension for RoPE (chapter 6)
+- :mod:`companion.configs` -- what a checkpoint's ``config.json`` makes the library run (chapter 10)
+- :mod:`companion.precision` -- RoPE angles, tables and scores in float32, bfloat16 and float16 (chapter 10)
 - :mod:`companion.symbolic` -- SymPy building blocks for the proofs
 - :mod:`companion.checks` -- checks of exercise answers that say what was expected
 - :mod:`companion.exercises` -- typical wrong answers to exercises, which the checks name
 - :mod:`companion.figures` -- the interactive figures
+- :mod:`companion.plotting` -- the house style of the static plots
 
-The lab (chapter 9) adds :mod:`companion.models` (a tiny decoder whose position scheme
-is one argument), :mod:`companion.data` (a byte-level corpus of Python's own source and
-synthetic retrieval tasks), :mod:`companion.train`, :mod:`companion.evals` (works with
-any callable from tokens to logits) and :mod:`companion.lab` (the three experiments;
-``python -m companion.lab --config full --out lessons/lab_results``).
+The lab of chapter 9 is the subpackage :mod:`companion.lab` (tiny models trained with
+every scheme, their data, training, evaluations and experiments, and the stored
+results the chapters read); import it with ``from companion import lab``.
 """
-from . import absolute, alibi, attention, checks, configs, data, exercises, evals, models, nope, precision, relative, rope, scaling, symbolic, train
+from . import absolute, alibi, attention, checks, configs, exercises, nope, precision, relative, rope, scaling, symbolic
 
 __version__ = "0.2.0"
 
 __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic", "checks", "exercises",
-    "models", "data", "train", "evals", "configs", "precision",
+    "configs", "precision",
 ]

@@ -1,4 +1,4 @@
-"""companion.data: the standard-library corpus and the synthetic tasks."""
+"""companion.lab.data: the standard-library corpus and the synthetic tasks."""
 from __future__ import annotations
 
 import hashlib
@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion import data
+from companion.lab import data
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""companion.evals: any callable model; oracle and uniform models pin the scales."""
+"""companion.lab.evals: any callable model; oracle and uniform models pin the scales."""
 from __future__ import annotations
 
 import math
@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from companion import data, evals
-from companion.models import TinyTransformer
+from companion.lab import data, evals
+from companion.lab.models import TinyTransformer
 
 V = 256
 
@@ -43,7 +43,7 @@ def test_oracle_perplexity_is_one_and_uniform_is_the_vocabulary_size():
 
 
 def test_perplexity_by_length_scales_and_counts():
-    rows = evals.perplexity_by_length(uniform, periodic(), [16, 64], tokens_per_length=1024, batch_size=5)
+    rows = evals.perplexity_by_length(uniform, periodic(), [16, 64], tokens_per_length=1024, batch_tokens=80)
     assert [r["length"] for r in rows] == [16, 64]
     assert [r["n_windows"] for r in rows] == [64, 16] and all(r["n_tokens"] == 1024 for r in rows)
     assert all(r["defined"] and r["error"] is None and r["perplexity"] == pytest.approx(V) for r in rows)
@@ -57,7 +57,7 @@ def test_undefined_lengths_are_recorded_not_raised():
     rows = evals.perplexity_by_length(model, periodic(), [16, 32], tokens_per_length=256)
     assert rows[0]["defined"] and rows[0]["perplexity"] > 1
     assert rows[1] == {"length": 32, "n_windows": 8, "n_tokens": 256, "perplexity": None, "defined": False,
-                       "error": rows[1]["error"]}
+                       "error": rows[1]["error"], "perplexity_past": None, "interval": None}
     assert "max_positions" in rows[1]["error"]
     grid = evals.accuracy_grid(model, [16, 32], [0.0, 1.0], n_examples=4)
     assert [r["defined"] for r in grid] == [True, True, False, False]
@@ -67,9 +67,10 @@ def test_undefined_lengths_are_recorded_not_raised():
 def test_oracle_retrieval_accuracy_is_one_and_uniform_is_zero():
     task = data.retrieval(30, 50, seed=1, n_needles=3)
     result = evals.answer_accuracy(task_oracle(task), task, batch_size=7)
-    assert result == {"accuracy": 1.0, "token_accuracy": 1.0, "n_examples": 30}
+    assert result == {"accuracy": 1.0, "n_examples": 30}
+    assert evals.answer_correct(task_oracle(task), task).all()
     result = evals.answer_accuracy(uniform, task)
-    assert result["accuracy"] == 0.0 and result["token_accuracy"] == 0.0
+    assert result["accuracy"] == 0.0
 
 
 def test_accuracy_grid_with_an_oracle_that_reads_the_needle():
@@ -142,3 +143,49 @@ def test_log_probabilities_are_exact_for_a_known_distribution():
     windows = data.text_windows(stream, 10, 10)
     ppl = evals.perplexity(lambda t: logp.expand(*t.shape, V), windows)
     assert ppl == pytest.approx(math.exp(-(math.log(0.5) + math.log(0.5 / (V - 1))) / 2), rel=1e-9)
+
+
+def test_perplexity_past_L_scores_only_the_late_positions():
+    """A model that is right before position L and uniform from L on: the past-L perplexity is V."""
+    L = 16
+
+    def breaks_at_L(tokens):
+        logits = oracle_next(tokens)
+        logits[:, L:] = 0.0
+        return logits
+
+    row = evals.perplexity_by_length(breaks_at_L, periodic(), [4 * L], past=L)[0]
+    assert row["perplexity_past"] == pytest.approx(V, rel=1e-9)
+    assert row["perplexity"] == pytest.approx(V ** (3 / 4), rel=1e-6)     # a quarter of the window is right
+    assert evals.perplexity_by_length(breaks_at_L, periodic(), [L], past=L)[0]["perplexity_past"] is None
+
+
+def test_bootstrap_interval_brackets_the_perplexity_and_shrinks_to_a_point():
+    nll = torch.distributions.Exponential(1.0).sample((400,)).double().numpy() * 10
+    low, high = evals.bootstrap_interval(nll, 10, 2000, seed=3)
+    point = math.exp(nll.sum() / (400 * 10))
+    assert low < point < high and high - low < 0.3 * point
+    assert evals.bootstrap_interval([5.0] * 50, 10, 100) == pytest.approx([math.exp(0.5)] * 2)
+    assert evals.bootstrap_interval(nll, 10, 500, seed=3) == evals.bootstrap_interval(nll, 10, 500, seed=3)
+    row = evals.perplexity_by_length(uniform, periodic(), [32], n_bootstrap=50)[0]
+    assert row["interval"] == pytest.approx([V, V])
+    with pytest.raises(ValueError, match="window_nll"):
+        evals.bootstrap_interval([], 10)
+    with pytest.raises(ValueError, match="n_bootstrap"):
+        evals.perplexity_by_length(uniform, periodic(), [32], n_bootstrap=-1)
+    with pytest.raises(ValueError, match="level"):
+        evals.bootstrap_interval(nll, 10, level=1.5)
+
+
+def test_attention_beyond_counts_the_weight_on_far_keys():
+    torch.manual_seed(0)
+    model = TinyTransformer("nope", d_model=16, n_heads=2, n_layers=1, context_length=16)
+    with torch.no_grad():                       # zero queries: uniform causal attention
+        model.blocks[0].attn.qkv.weight[:16] = 0.0
+        model.blocks[0].attn.qkv.bias[:16] = 0.0
+    task = data.retrieval(3, 41, depth=0.5, seed=2)
+    query = 40 - 2                              # the position predicting the first answer digit
+    share = evals.attention_beyond(model, task, 16)
+    assert share == pytest.approx([(query - 16 + 1) / (query + 1)], rel=1e-5)
+    with pytest.raises(ValueError, match="attention_weights"):
+        evals.attention_beyond(uniform, task, 16)

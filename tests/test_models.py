@@ -1,4 +1,4 @@
-"""companion.models: shapes, causality, the companion module behind each scheme, RoPE scaling."""
+"""companion.lab.models: shapes, causality, the companion module behind each scheme, RoPE scaling."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from companion import absolute, alibi, nope, relative, rope, scaling
-from companion.models import ROPE_SCHEMES, SCHEMES, TinyTransformer, count_parameters
+from companion.lab.models import ROPE_SCHEMES, SCHEMES, TinyTransformer, count_parameters
 
 SMALL = {"vocab_size": 40, "d_model": 16, "n_heads": 2, "n_layers": 2, "context_length": 12}
 
@@ -270,3 +270,41 @@ def test_runs_on_cuda_unchanged(scheme):
     model = small(scheme).to("cuda")
     x = tokens()
     torch.testing.assert_close(model(x.cuda()).cpu(), small(scheme)(x), rtol=1e-3, atol=1e-3)
+
+
+def test_chunked_causal_mask():
+    from companion.lab.models import chunked_causal_mask
+    mask = chunked_causal_mask(10, 4)
+    i, j = np.meshgrid(np.arange(10), np.arange(10), indexing="ij")
+    assert (mask.numpy() == ((j <= i) & (i // 4 == j // 4))).all()
+    assert chunked_causal_mask(6, 6).equal(torch.ones(6, 6, dtype=torch.bool).tril())
+    with pytest.raises(ValueError, match="chunk"):
+        chunked_causal_mask(6, 0)
+
+
+def test_irope_chunks_confine_the_rope_layers_and_not_the_nope_layers():
+    torch.manual_seed(0)
+    model = TinyTransformer("irope", d_model=16, n_heads=2, n_layers=2, context_length=16, irope_chunk=4)
+    assert model.layer_kinds == ["rope", "nope"]
+    x = torch.randint(0, 256, (2, 12))
+    rope_w, nope_w = model.attention_weights(x)
+    assert (rope_w[:, :, 9, :8] == 0).all() and (rope_w[:, :, 9, 8:10] > 0).all()
+    assert (nope_w[:, :, 9, :10] > 0).all()
+    # a change in an earlier chunk reaches a later query only through the position-free layer
+    with pytest.raises(ValueError, match="irope_chunk"):
+        TinyTransformer("irope", irope_chunk=0)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_attention_weights_are_the_ones_forward_uses(scheme):
+    torch.manual_seed(0)
+    model = TinyTransformer(scheme, d_model=16, n_heads=2, n_layers=2, context_length=16).eval()
+    x = torch.randint(0, 256, (2, 12))
+    weights = model.attention_weights(x)
+    assert len(weights) == 2 and all(w.shape == (2, 2, 12, 12) for w in weights)
+    for w in weights:
+        assert torch.allclose(w.sum(-1), torch.ones(2, 2, 12), atol=1e-5)
+        assert (w.triu(1) == 0).all()                                      # causal
+    with torch.no_grad():
+        explicit = model._run(x, need_weights=True)[0]
+        assert torch.allclose(model(x), explicit, atol=1e-4)

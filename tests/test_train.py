@@ -1,15 +1,13 @@
-"""companion.train: the schedule, the loop, determinism, the progress bar."""
+"""companion.lab.train: the schedule, the loop, determinism, the progress bar."""
 from __future__ import annotations
 
-import io
 import math
-import time
 
 import pytest
 import torch
 
-from companion import data, train
-from companion.models import TinyTransformer
+from companion.lab import data, train
+from companion.lab.models import TinyTransformer
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +40,9 @@ def test_lr_at_bad_input(args, name):
         train.lr_at(*args)
 
 
-def test_training_reduces_the_loss_within_seconds(corpus):
+def test_training_reduces_the_loss(corpus):
     model = tiny()
-    start = time.perf_counter()
     history = train.train(model, train.text_batches(corpus.train, 16, 32), 60, lr=3e-3, progress=False)
-    assert time.perf_counter() - start < 30
     assert len(history) == 60 and all(math.isfinite(v) for v in history)
     first, last = sum(history[:5]) / 5, sum(history[-5:]) / 5
     assert first > 5.0  # about ln 256 = 5.55 at the start
@@ -86,26 +82,12 @@ def test_mixed_batches_alternate(corpus):
         train.mixed_batches()
 
 
-def test_progress_bar_draws_one_line(monkeypatch, corpus):
-    stream = io.StringIO()
-    monkeypatch.setattr(train.sys, "stderr", stream)
+def test_progress_bar_is_tqdm_and_can_be_silenced(capsys, corpus):
     train.train(tiny(), train.text_batches(corpus.train, 2, 8), 4, progress=True, label="demo")
-    out = stream.getvalue()
-    assert out.endswith("\n") and out.count("\n") == 1
-    assert "demo [" in out and "4/4 loss" in out
-    stream = io.StringIO()
-    monkeypatch.setattr(train.sys, "stderr", stream)
+    err = capsys.readouterr().err
+    assert "demo:" in err and "/4 [" in err and "it/s" in err     # tqdm's bar on standard error
     train.train(tiny(), train.text_batches(corpus.train, 2, 8), 2, progress=False)
-    assert stream.getvalue() == ""
-
-
-def test_progress_bar_alone():
-    stream = io.StringIO()
-    bar = train.ProgressBar(200, "x", stream)
-    for i in range(1, 201):
-        bar.update(i, 1.0)
-    bar.close()
-    assert stream.getvalue().count("\r") == 50
+    assert capsys.readouterr().err == ""
 
 
 def test_default_device():

@@ -13,23 +13,23 @@ steps and then follows a cosine down to ``min_ratio`` of its peak
 :func:`mixed_batches` alternates between them. With the same seed, the same model
 and the same batches, a run on the CPU repeats exactly.
 
-The loop uses a GPU when one is present (:func:`default_device`) and prints a
-one-line text progress bar to standard error.
+The loop uses a GPU when one is present (:func:`default_device`) and shows a
+progress bar (tqdm's ``tqdm.auto``: a widget in a notebook, a text line elsewhere).
 """
 from __future__ import annotations
 
 import math
-import sys
-import time
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm.auto import tqdm
 
-from . import _checks, data
+from .. import _checks
+from . import data
 
-__all__ = ["default_device", "lr_at", "ProgressBar", "train", "text_batches", "task_batches", "mixed_batches"]
+__all__ = ["default_device", "lr_at", "train", "text_batches", "task_batches", "mixed_batches"]
 
 Batches = Callable[[int, torch.Generator], tuple]
 
@@ -66,34 +66,6 @@ def lr_at(step: int, steps: int, peak: float, warmup: int, min_ratio: float = 0.
     return peak * (min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0))))
 
 
-class ProgressBar:
-    """A one-line text progress bar: ``label [#####.....] 120/500 loss 2.345 3.1s``.
-
-    Redrawn with a carriage return about 50 times per run (so a log file stays
-    short); ``close()`` ends the line. ``stream=None`` draws nothing.
-    """
-
-    def __init__(self, total: int, label: str = "", stream=sys.stderr, width: int = 30):
-        self.total = _checks.positive_int("total", total)
-        self.label, self.stream, self.width = label, stream, _checks.positive_int("width", width)
-        self.every = max(1, self.total // 50)
-        self.start = time.perf_counter()
-
-    def update(self, done: int, loss: float) -> None:
-        if self.stream is None or (done % self.every and done != self.total):
-            return
-        filled = round(self.width * done / self.total)
-        bar = "#" * filled + "." * (self.width - filled)
-        elapsed = time.perf_counter() - self.start
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total} loss {loss:.3f} {elapsed:.1f}s")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.stream is not None:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
 def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warmup: int | None = None,
           weight_decay: float = 0.1, min_ratio: float = 0.1, grad_clip: float = 1.0, seed: int = 0,
           device=None, progress: bool = True, label: str = "train") -> list[float]:
@@ -115,7 +87,7 @@ def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warm
     seed : seeds the batch generator (seed the model's initialisation yourself,
         with ``torch.manual_seed`` before building it).
     device : ``None`` for :func:`default_device`.
-    progress : draw a :class:`ProgressBar` on standard error.
+    progress : show a tqdm progress bar with the running loss (``label`` names it).
 
     Returns
     -------
@@ -137,9 +109,9 @@ def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warm
     model.to(device).train()
     optimizer = _adamw(model, lr, weight_decay)
     generator = torch.Generator().manual_seed(seed)
-    bar = ProgressBar(steps, label, sys.stderr if progress else None)
     history = []
-    for step in range(steps):
+    bar = tqdm(range(steps), desc=label, disable=not progress, mininterval=1.0, leave=False)
+    for step in bar:
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, steps, lr, warmup, min_ratio)
         x, y = batches(step, generator)
@@ -150,14 +122,15 @@ def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warm
             nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
         optimizer.step()
         history.append(float(loss.detach()))
-        bar.update(step + 1, history[-1])
+        if progress and step % 20 == 0:
+            bar.set_postfix(loss=f"{history[-1]:.3f}", refresh=False)
     bar.close()
     model.eval()
     return history
 
 
 def text_batches(stream: torch.Tensor, batch_size: int, length: int) -> Batches:
-    """Batches of random text windows: ``batches(step, g)`` is :func:`companion.data.text_batch`."""
+    """Batches of random text windows: ``batches(step, g)`` is :func:`companion.lab.data.text_batch`."""
     batch_size = _checks.positive_int("batch_size", batch_size)
     length = _checks.positive_int("length", length)
     data.text_batch(stream, 1, length, torch.Generator())  # validates stream and length now
@@ -169,14 +142,14 @@ def text_batches(stream: torch.Tensor, batch_size: int, length: int) -> Batches:
 
 
 def task_batches(make_task: Callable, batch_size: int, length: int, **options) -> Batches:
-    r"""Batches of a synthetic task, loss on the answers only (:func:`companion.data.task_batch`).
+    r"""Batches of a synthetic task, loss on the answers only (:func:`companion.lab.data.task_batch`).
 
     ``make_task(n_examples, length + 1, seed=..., **options)`` is a generator of
-    :mod:`companion.data` (e.g. :func:`companion.data.retrieval`); each batch draws
+    :mod:`companion.lab.data` (e.g. :func:`companion.lab.data.retrieval`); each batch draws
     its seed from the training generator, so the model reads ``length`` tokens.
     """
     if not callable(make_task):
-        raise ValueError("make_task must be a task generator such as companion.data.retrieval")
+        raise ValueError("make_task must be a task generator such as companion.lab.data.retrieval")
     batch_size = _checks.positive_int("batch_size", batch_size)
     length = _checks.positive_int("length", length)
     make_task(1, length + 1, seed=0, **options)  # validates the options now

@@ -27,6 +27,13 @@ re-implemented here:
 ``irope``       RoPE layers with position-free layers between (Llama 4)      :func:`companion.nope.irope_layer_pattern`
 ==============  ===========================================================  =====================================
 
+In Llama 4 the RoPE layers of ``irope`` attend only inside fixed chunks of the
+input (``attention_chunk_size``, 8192 tokens; Meta 2025): a query at position
+``i`` sees the keys ``j <= i`` with ``floor(j / C) = floor(i / C)``, so a RoPE
+layer never meets a distance of ``C`` or more, and only the position-free layers
+read the whole input. ``irope_chunk=C`` gives the RoPE layers that mask
+(:func:`chunked_causal_mask`); ``None`` leaves them global.
+
 A RoPE model (``rope`` or ``irope``) can switch its frequencies after training with
 :meth:`TinyTransformer.set_rope_scaling`, using any method of
 :data:`companion.scaling.METHODS`; ``"dynamic_ntk"`` recomputes the scale from the
@@ -44,9 +51,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import _checks, absolute, alibi, nope, relative, rope, scaling
+from .. import _checks, absolute, alibi, nope, relative, rope, scaling
 
-__all__ = ["SCHEMES", "ROPE_SCHEMES", "TinyTransformer", "count_parameters"]
+__all__ = ["SCHEMES", "ROPE_SCHEMES", "TinyTransformer", "chunked_causal_mask", "count_parameters"]
 
 #: Every position scheme :class:`TinyTransformer` accepts, in the order the book meets them.
 SCHEMES = ("learned", "sinusoidal", "shaw", "t5", "rope", "alibi", "nope", "irope")
@@ -80,6 +87,9 @@ class TinyTransformer(nn.Module):
         position-free layers of ``irope`` are multiplied by
         :func:`companion.nope.attention_temperature` (Llama 4 uses 8192, which is
         exactly 1 at the lengths of this model).
+    irope_chunk : ``None`` or int >= 1; when given, the RoPE layers of ``irope``
+        attend only within absolute chunks of ``irope_chunk`` tokens
+        (:func:`chunked_causal_mask`), as Llama 4's do.
 
     ``forward(tokens)`` maps an integer tensor ``(batch, n)`` with values in
     ``0..vocab_size-1`` to logits ``(batch, n, vocab_size)``; the logits at position
@@ -99,7 +109,8 @@ class TinyTransformer(nn.Module):
                  n_layers: int = 2, context_length: int = 64, d_ff: int | None = None,
                  tie_embeddings: bool = True, rope_base: float = rope.DEFAULT_BASE,
                  shaw_max_distance: int = 16, t5_num_buckets: int = 32, t5_max_distance: int | None = None,
-                 irope_nope_every: int = 2, irope_floor_scale: float | None = None):
+                 irope_nope_every: int = 2, irope_floor_scale: float | None = None,
+                 irope_chunk: int | None = None):
         super().__init__()
         self.config = _model_config(**{k: v for k, v in locals().items() if k not in ("self", "__class__")})
         c = self.config
@@ -124,6 +135,24 @@ class TinyTransformer(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits ``(batch, n, vocab_size)`` for integer tokens ``(batch, n)``."""
+        return self._run(tokens, need_weights=False)[0]
+
+    def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+        r"""The attention weights of every layer for ``tokens`` ``(batch, n)``, without gradients.
+
+        One tensor ``(batch, n_heads, n, n)`` per layer, row ``i`` the softmax weights
+        query ``i`` gives each key (zero where the mask hides a key). Computed
+        explicitly, :math:`\operatorname{softmax}(q k^{\mathsf T}/\sqrt{d_h} + B)`, with
+        the same queries, keys and masks as :meth:`forward`.
+        """
+        was_training = self.training
+        self.eval()
+        with torch.no_grad():
+            weights = self._run(tokens, need_weights=True)[1]
+        self.train(was_training)
+        return weights
+
+    def _run(self, tokens, need_weights: bool):
         x = _check_tokens(tokens, self.config["vocab_size"], self.token_embedding.weight.device)
         n = x.shape[1]
         h = self._embed(x)
@@ -131,11 +160,15 @@ class TinyTransformer(nn.Module):
         if self.rope is not None and self.rope_scaling["method"] == "dynamic_ntk":
             self._follow_length(n)
         temperature = self._temperature(n, h)
+        chunk = self.config["irope_chunk"]
+        rope_mask = None if chunk is None or self.scheme != "irope" else chunked_causal_mask(n, chunk, h.device)
+        weights = []
         for block in self.blocks:
-            h = block(h, rope_layer=self.rope, bias=bias, temperature=temperature)
+            h, w = block(h, self.rope, bias, temperature, rope_mask, need_weights)
+            weights.append(w)
         h = self.final_norm(h)
         weight = self.token_embedding.weight if self.lm_head is None else self.lm_head.weight
-        return h @ weight.T
+        return h @ weight.T, weights
 
     def _embed(self, x: torch.Tensor) -> torch.Tensor:
         e = self.token_embedding(x)
@@ -244,9 +277,10 @@ class _Block(nn.Module):
         self.norm2 = nn.LayerNorm(d)
         self.mlp = nn.Sequential(nn.Linear(d, c["d_ff"]), nn.GELU(), nn.Linear(c["d_ff"], d))
 
-    def forward(self, h, rope_layer, bias, temperature):
-        h = h + self.attn(self.norm1(h), rope_layer, bias, temperature)
-        return h + self.mlp(self.norm2(h))
+    def forward(self, h, rope_layer, bias, temperature, rope_mask=None, need_weights=False):
+        z, weights = self.attn(self.norm1(h), rope_layer, bias, temperature, rope_mask, need_weights)
+        h = h + z
+        return h + self.mlp(self.norm2(h)), weights
 
 
 class _CausalSelfAttention(nn.Module):
@@ -254,7 +288,8 @@ class _CausalSelfAttention(nn.Module):
 
     ``"plain"`` (absolute schemes: position is already in the input) and ``"nope"``
     use :math:`\operatorname{softmax}(q k^{\mathsf T}/\sqrt{d_h})` under the causal
-    mask; ``"rope"`` rotates ``q`` and ``k`` first; ``"bias"`` adds the model's
+    mask; ``"rope"`` rotates ``q`` and ``k`` first (under ``rope_mask`` instead of the
+    causal mask when one is given: iRoPE's chunks); ``"bias"`` adds the model's
     ``(n_heads, n, n)`` bias (ALiBi, T5); ``"shaw"`` calls
     :class:`companion.relative.ShawRelativeAttention`. All heads at once:
     ``q, k, v`` are ``(batch, n_heads, n, d_head)``.
@@ -269,21 +304,60 @@ class _CausalSelfAttention(nn.Module):
         self.out = nn.Linear(d, d)
         self.shaw = relative.ShawRelativeAttention(d // c["n_heads"], c["shaw_max_distance"]) if kind == "shaw" else None
 
-    def forward(self, h, rope_layer, bias, temperature):
+    def forward(self, h, rope_layer, bias, temperature, rope_mask=None, need_weights=False):
         b, n, d = h.shape
         q, k, v = self.qkv(h).view(b, n, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
         if self.kind == "rope":
             q, k = rope_layer(q, k)
         elif self.kind == "nope" and temperature is not None:
             q = q * temperature
+        weights = None
         if self.kind == "shaw":
             causal = torch.ones(n, n, dtype=torch.bool, device=h.device).tril()
-            z, _ = self.shaw(q, k, v, mask=causal)
+            z, weights = self.shaw(q, k, v, mask=causal)
+        elif need_weights:
+            z, weights = _explicit_attention(q, k, v, self._mask(n, bias, rope_mask, h.device))
         elif self.kind == "bias":
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        elif self.kind == "rope" and rope_mask is not None:
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=rope_mask)
         else:
             z = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.out(z.transpose(1, 2).reshape(b, n, d))
+        return self.out(z.transpose(1, 2).reshape(b, n, d)), (weights if need_weights else None)
+
+    def _mask(self, n, bias, rope_mask, device):
+        """The mask this layer attends under: the score bias, iRoPE's chunks, or the causal mask."""
+        if self.kind == "bias":
+            return bias
+        if self.kind == "rope" and rope_mask is not None:
+            return rope_mask
+        return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+
+
+def _explicit_attention(q, k, v, mask):
+    """``softmax(q k^T / sqrt(d_h) + mask) v`` and the weights; ``mask`` boolean (True = attend) or additive."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask.dtype == torch.bool:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    else:
+        scores = scores + mask
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def chunked_causal_mask(n: int, chunk: int, device=None) -> torch.Tensor:
+    r"""Boolean ``(n, n)`` mask of causal attention within absolute chunks of ``chunk`` tokens.
+
+    ``mask[i, j]`` is ``True`` (attend) when :math:`j \le i` and
+    :math:`\lfloor j / C \rfloor = \lfloor i / C \rfloor`: the chunked local
+    attention of Llama 4's RoPE layers (Meta 2025, ``attention_chunk_size``). For
+    ``chunk >= n`` it is the ordinary causal mask.
+    """
+    n = _checks.positive_int("n", n)
+    chunk = _checks.positive_int("chunk", chunk)
+    i = torch.arange(n, device=device)
+    same_chunk = (i[:, None] // chunk) == (i[None, :] // chunk)
+    return same_chunk & (i[None, :] <= i[:, None])
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -298,7 +372,7 @@ def count_parameters(model: nn.Module) -> int:
 
 def _model_config(scheme, vocab_size, d_model, n_heads, n_layers, context_length, d_ff, tie_embeddings,
                   rope_base, shaw_max_distance, t5_num_buckets, t5_max_distance, irope_nope_every,
-                  irope_floor_scale) -> dict:
+                  irope_floor_scale, irope_chunk) -> dict:
     """Validate the arguments of :class:`TinyTransformer`; return them as a plain dict."""
     _checks.one_of("scheme", scheme, SCHEMES)
     vocab_size = _checks.positive_int("vocab_size", vocab_size)
@@ -333,6 +407,7 @@ def _model_config(scheme, vocab_size, d_model, n_heads, n_layers, context_length
         "irope_nope_every": _checks.positive_int("irope_nope_every", irope_nope_every),
         "irope_floor_scale": None if irope_floor_scale is None
         else _checks.positive_float("irope_floor_scale", irope_floor_scale),
+        "irope_chunk": None if irope_chunk is None else _checks.positive_int("irope_chunk", irope_chunk),
     }
 
 

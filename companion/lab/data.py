@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import _checks
+from .. import _checks
 
 __all__ = [
     "CORPUS_FILES",
@@ -339,7 +339,7 @@ def task_batch(task: Task):
     tokens[b, p]`` for each answer position ``p``: the loss is on the answers alone.
     """
     if not isinstance(task, Task):
-        raise ValueError(f"task must be a companion.data.Task, got {type(task).__name__}")
+        raise ValueError(f"task must be a companion.lab.data.Task, got {type(task).__name__}")
     x = task.tokens[:, :-1]
     y = torch.full_like(x, -100)
     y.scatter_(1, task.answer_positions - 1, task.answers)

@@ -1,0 +1,153 @@
+r"""A fingerprint of exactly the code the lab's experiments execute.
+
+The stored results are only as good as the code that produced them. Hashing every
+file of the package would call them stale after an edit that cannot change a
+number (a new exercise check, a docstring); hashing too little would miss one that
+does. This module finds the code by running it: :func:`executed_functions` runs
+every job of the experiments at a tiny size (:data:`TRACE_CONFIG`, the same arms,
+tasks and methods as the book's configuration, a few steps each) under
+``sys.setprofile`` and records every function of ``companion`` that is called,
+whichever module it lives in (the lab's own modules and the math modules they
+use, such as :mod:`companion.rope` or :mod:`companion.scaling`).
+
+:func:`source_hashes` hashes each of those functions, and the module-level
+constants of their modules, as their syntax tree with docstrings removed
+(``ast.dump``), so comments, docstrings and layout do not count and any change to
+what the code does does. :func:`fingerprint` is one SHA-256 over them all. The
+experiments store both with their results, and a test recomputes them: it fails,
+naming the functions that changed, when the stored results are stale.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["TRACE_CONFIG", "executed_functions", "source_hashes", "fingerprint", "changed"]
+
+_PACKAGE = Path(__file__).resolve().parent.parent   # the companion folder
+
+
+def _trace_config() -> dict:
+    from . import experiments
+
+    cfg = experiments.get_config("reduced")
+    cfg.update(seeds=[0])
+    cfg["train"].update(steps=2, warmup=1)
+    cfg["eval"].update(n_examples=2, probe_examples=2, bootstrap=10, tokens_per_length=256, attention_examples=1)
+    cfg["probes"]["variable_tracking_examples"] = 4
+    cfg["extension"].update(finetune_steps=4, finetune_examples=2)
+    cfg["lr_sweep"].update(size="tiny", lrs=[1e-3])
+    return cfg
+
+
+#: The configuration the trace runs (built on first use from the ``reduced`` one).
+TRACE_CONFIG = None
+
+
+def executed_functions() -> list[tuple[str, str]]:
+    """``(module, qualified name)`` of every companion function the experiments' jobs call, sorted."""
+    from . import experiments
+
+    global TRACE_CONFIG
+    TRACE_CONFIG = _trace_config() if TRACE_CONFIG is None else TRACE_CONFIG
+    seen: set = set()
+
+    def record(frame, event, arg):
+        if event == "call":
+            code = frame.f_code
+            if code.co_filename.startswith(str(_PACKAGE)) and not code.co_name.startswith("<"):
+                seen.add((code.co_filename, code.co_qualname, code.co_firstlineno))
+
+    import torch
+
+    threads = torch.get_num_threads()
+    previous = sys.getprofile()
+    sys.setprofile(record)
+    try:
+        for job in experiments.jobs(TRACE_CONFIG):
+            experiments.run_job(job, TRACE_CONFIG)
+    finally:
+        sys.setprofile(previous)
+        torch.set_num_threads(threads)
+    names = set()
+    for filename, qualname, _ in seen:
+        if Path(filename).name in ("fingerprint.py",):
+            continue
+        names.add((_module_name(Path(filename)), qualname.split(".<locals>")[0]))   # a closure counts as its maker
+    return sorted(names)
+
+
+def source_hashes(functions=None) -> dict:
+    """``{"module:qualname": sha256}`` of each executed function, and ``"module:<constants>"`` per module.
+
+    A function is hashed as ``ast.dump`` of its definition with every docstring
+    removed; a module's constants as the dump of its top-level statements that are
+    not imports, functions or classes. ``functions`` defaults to
+    :func:`executed_functions`.
+    """
+    functions = executed_functions() if functions is None else functions
+    hashes, trees = {}, {}
+    for module, qualname in functions:
+        if module not in trees:
+            trees[module] = ast.parse(Path(importlib.import_module(module).__file__).read_text())
+        node = _find(trees[module], qualname.split("."))
+        if node is None:
+            raise ValueError(f"functions names {module}:{qualname}, which is not defined at the top of its module")
+        hashes[f"{module}:{qualname}"] = _hash(node)
+    for module, tree in trees.items():
+        constants = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef,
+                                                                  ast.AsyncFunctionDef, ast.ClassDef, ast.Expr))]
+        hashes[f"{module}:<constants>"] = _hash(ast.Module(body=constants, type_ignores=[]))
+    return dict(sorted(hashes.items()))
+
+
+def fingerprint(hashes: dict | None = None) -> str:
+    """One SHA-256 over :func:`source_hashes` (computed when not given)."""
+    hashes = source_hashes() if hashes is None else hashes
+    return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
+
+
+def changed(stored: dict, current: dict | None = None) -> list[str]:
+    """The names whose hash differs between ``stored`` and ``current`` source hashes, or that one lacks."""
+    current = source_hashes() if current is None else current
+    return sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
+
+
+# --- private helpers -----------------------------------------------------------------
+
+
+def _module_name(path: Path) -> str:
+    parts = path.resolve().relative_to(_PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _find(tree, names):
+    """The definition ``a.b.c`` (classes and functions nested in each other) in ``tree``."""
+    body = tree.body
+    node = None
+    for name in names:
+        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and n.name == name), None)
+        if node is None:
+            return None
+        body = node.body
+    return node
+
+
+def _hash(node) -> str:
+    return hashlib.sha256(ast.dump(_without_docstrings(node)).encode()).hexdigest()
+
+
+def _without_docstrings(node):
+    node = ast.parse(ast.unparse(node)) if not isinstance(node, ast.Module) else node
+    for n in ast.walk(node):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)) and n.body:
+            first = n.body[0]
+            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
+                    and isinstance(first.value.value, str):
+                n.body = n.body[1:] or [ast.Pass()]
+    return node

@@ -1,0 +1,119 @@
+r"""The stored results of the lab, and the one loader the chapters use.
+
+The full run writes its files into the ``stored`` folder of this package
+(``companion/lab/stored/``, package data), so an installed ``companion`` carries
+them and a chapter needs no checkout and no network: ``seed<k>.json`` for each
+seed (every arm's training record, extrapolation, retrieval, and the RoPE
+extension), ``lr_sweep.json`` and ``summary.json`` (time, CPU time, memory and
+machine load of the run).
+
+:func:`load_results` reads them; :func:`per_seed` and :func:`spread` pull one
+number out of every seed and summarise it, so that a chapter quotes a mean with
+its range and asserts only what holds on every seed.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["STORED", "LabResults", "load_results", "per_seed", "spread", "Spread"]
+
+#: The folder of the stored results inside the installed package.
+STORED = Path(__file__).resolve().parent / "stored"
+
+
+@dataclass(frozen=True)
+class LabResults:
+    """The stored run: ``seeds`` (seed -> record), ``lr_sweep``, ``summary`` and the ``folder`` read."""
+
+    seeds: dict
+    lr_sweep: dict
+    summary: dict
+    folder: Path
+
+    @property
+    def config(self) -> dict:
+        """The configuration of the run (the same in every file)."""
+        return self.summary["config"]
+
+    @property
+    def arms(self) -> list[str]:
+        """The arms of the run, in the book's order."""
+        return list(self.config["arms"])
+
+    def seed_list(self) -> list[int]:
+        """The seeds, in order."""
+        return sorted(self.seeds)
+
+
+def load_results(folder=None) -> LabResults:
+    """Read the stored results from ``folder`` (default :data:`STORED`, the package's own).
+
+    ``ValueError`` if a seed file, ``lr_sweep.json`` or ``summary.json`` is missing,
+    or if the files disagree about the configuration or the code fingerprint.
+    """
+    folder = STORED if folder is None else Path(folder)
+    summary_path = folder / "summary.json"
+    if not summary_path.is_file():
+        raise ValueError(f"folder must hold the lab's summary.json; none in {folder}")
+    summary = json.loads(summary_path.read_text())
+    seeds = {}
+    for seed in summary["config"]["seeds"]:
+        path = folder / f"seed{seed}.json"
+        if not path.is_file():
+            raise ValueError(f"folder must hold seed{seed}.json for every seed of the run; missing in {folder}")
+        seeds[seed] = json.loads(path.read_text())
+    sweep_path = folder / "lr_sweep.json"
+    if not sweep_path.is_file():
+        raise ValueError(f"folder must hold lr_sweep.json; missing in {folder}")
+    lr_sweep = json.loads(sweep_path.read_text())
+    for name, record in [*((f"seed{s}", r) for s, r in seeds.items()), ("lr_sweep", lr_sweep)]:
+        if record["config"] != summary["config"] or record["code_fingerprint"] != summary["code_fingerprint"]:
+            raise ValueError(f"{name}.json comes from another run than summary.json in {folder}")
+    return LabResults(seeds=seeds, lr_sweep=lr_sweep, summary=summary, folder=folder)
+
+
+def per_seed(results: LabResults, *path) -> list:
+    """The value at ``path`` (keys and indices into a seed's record) for every seed, in seed order.
+
+    ``per_seed(r, "extrapolation", "rope", "perplexity", -1)`` is RoPE's perplexity
+    at the longest length, one number per seed.
+    """
+    values = []
+    for seed in results.seed_list():
+        value = results.seeds[seed]
+        for key in path:
+            value = value[key]
+        values.append(value)
+    return values
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Mean, smallest and largest value, and sample standard deviation over seeds."""
+
+    mean: float
+    low: float
+    high: float
+    sd: float
+    values: tuple
+
+    def __str__(self) -> str:
+        return self.format()
+
+    def format(self, digits: int = 2) -> str:
+        """``"mean [low-high]"`` with ``digits`` decimals."""
+        return f"{self.mean:.{digits}f} [{self.low:.{digits}f}-{self.high:.{digits}f}]"
+
+
+def spread(values) -> Spread:
+    """The :class:`Spread` of numbers (``ValueError`` on an empty list or a missing value)."""
+    values = list(values)
+    if not values or any(v is None for v in values):
+        raise ValueError(f"values must be a non-empty list of numbers (one per seed), got {values}")
+    a = np.asarray(values, dtype=np.float64)
+    sd = float(a.std(ddof=1)) if a.size > 1 else 0.0
+    return Spread(float(a.mean()), float(a.min()), float(a.max()), sd, tuple(float(v) for v in a))
