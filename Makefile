@@ -37,7 +37,7 @@ book: $(PY_STAMP) $(NPM_STAMP) $(KERNEL_CONFIG)
 	@echo "The book is in _build/html. Open _build/html/index.html, or run 'make serve'"
 	@echo "and visit http://127.0.0.1:8000/"
 
-test: $(PY_STAMP) $(NPM_STAMP) $(KERNEL_CONFIG) browser
+test: $(PY_STAMP) $(NPM_STAMP) $(KERNEL_CONFIG) browser tex
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 # Every lesson, or only those named: make assignments LESSONS="lessons/03_rope.ipynb"

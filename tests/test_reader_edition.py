@@ -44,7 +44,7 @@ RAW_MYST = re.compile(
     r"|^\([\w-]+\)=[ \t]*$|^:(?:label|class|name|nonumber|dropdown):", re.MULTILINE)
 #: Chapters that read lessons/lab_results from a checkout: they cannot run alone until the
 #: lab's stored results ship with the package.
-READ_FROM_CHECKOUT = {"07_long_context", "09_lab"}
+READ_FROM_CHECKOUT: set[str] = set()
 
 
 def edition_notebook(chapter: str):

@@ -60,7 +60,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
 DEFAULT_OUT = ROOT / "_build" / "assignments"
 OTTER_VERSION = "7.0.0"
-SUPPORT_FOLDERS = ("lab_results",)  # lesson folders a notebook reads, copied beside it
+SUPPORT_FOLDERS: tuple[str, ...] = ()  # lesson folders a notebook reads, copied beside it (none: the lab's results are package data)
 
 BEGIN = re.compile(r"#\s+begin\s+(question|solution|tests|prompt)\b", re.IGNORECASE)
 END = re.compile(r"#\s+end\s+(question|solution|tests|prompt)\b", re.IGNORECASE)

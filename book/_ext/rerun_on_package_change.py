@@ -19,10 +19,14 @@ PACKAGE = "companion"
 
 
 def fingerprint(root: Path) -> str:
-    """SHA-256 of the package's ``.py`` and ``.js`` files (paths and contents)."""
+    """SHA-256 of the package's code and data files (paths and contents).
+
+    Data counts too: the lab's stored results (``companion/lab/stored/*.json``) are
+    what chapters 7 and 9 print.
+    """
     digest = hashlib.sha256()
     for path in sorted((root / PACKAGE).rglob("*")):
-        if path.suffix in {".py", ".js"} and path.is_file():
+        if path.suffix in {".py", ".js", ".css", ".json"} and path.is_file():
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
