@@ -33,7 +33,7 @@ N = 50
 INTERACTIONS = {
     "permutation_explorer": "root.querySelectorAll('button')[i % 6].click()",
     "position_term": "root.querySelector('svg').dispatchEvent(new KeyboardEvent('keydown', {key: i % 2 ? 'ArrowRight' : 'ArrowLeft', bubbles: true}))",
-    "rope_rotation": "[...root.querySelectorAll('button')].find(b => b.textContent.includes('Shift both')).click()",
+    "rope_rotation": "[...root.querySelectorAll('button')].find(b => b.textContent.includes('Move both one later')).click()",
     "alibi_heatmap": "root.querySelectorAll('fieldset')[0].querySelectorAll('button')[i % 8].click()",
     "context_extension": "(() => { const s = root.querySelector('input[type=range]'); s.value = String(1 + (i % 16)); s.dispatchEvent(new Event('input', {bubbles: true})); })()",
 }

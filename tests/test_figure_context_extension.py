@@ -161,4 +161,10 @@ def test_page_interaction(open_figure):
     assert text.startswith("pair 46:") and f"ratio {ratio46:.4g}×" in text
     assert "beyond the trained range" in text
     assert abs(float(readout.get_attribute("data-ratio")) - ratio46) < 1e-6
+
+    # the selection outline wraps the selected bar only, not the whole height of the plot
+    outline = root.locator("rect.cf-cursor").bounding_box()
+    bar = root.locator("rect.cf-bar[data-pair='46']").bounding_box()
+    assert abs(outline["y"] - bar["y"]) < 2 and abs(outline["height"] - bar["height"]) < 2
+    assert bar["x"] - 3 < outline["x"] <= bar["x"] and outline["width"] < bar["width"] + 6
     assert problems == {"outside": [], "console": [], "http": []}
