@@ -18,8 +18,10 @@ PHONE = {"width": 390, "height": 844}
 #: Page-weight budgets, bytes as served (uncompressed), for the median page of each kind.
 WIDGET_PAGE_BUDGET = 2_000_000
 OTHER_PAGE_BUDGET = 1_000_000
-#: The tests hold every page this far under its budget, so that a chapter can grow a little.
+#: The tests hold each median this far under its budget, so that a chapter can grow a little.
 HEADROOM = 0.85
+#: No page of any kind may weigh more than this.
+PAGE_CAP = 2_000_000
 
 WIDGET_VIEW = 'type="application/vnd.jupyter.widget-view+json"'
 
@@ -126,3 +128,29 @@ def widest_elements(page, limit: int = 5) -> list[str]:
 
 def screenshot_name(page_path: str, label: str) -> str:
     return page_path.replace("/", "__").removesuffix(".html") + f"--{label}.png"
+
+
+def open_offline(browser, base_url: str, page_path: str, viewport=DESKTOP):
+    """Open a page at ``viewport`` with every request to another host blocked and recorded.
+
+    As ``conftest.open_offline``, in a browser context of its own (so its window has the
+    given size): close it with ``page.context.close()``. Returns ``(page, problems)``.
+    """
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    problems = {"outside": [], "console": [], "http": []}
+
+    def route(request_route):
+        url = request_route.request.url
+        if url.startswith(base_url) or url.startswith(("data:", "blob:")):
+            request_route.continue_()
+        else:
+            problems["outside"].append(url)
+            request_route.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda msg: problems["console"].append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda err: problems["console"].append(f"uncaught: {err}"))
+    page.on("response", lambda r: problems["http"].append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.goto(base_url + page_path, wait_until="networkidle")
+    return page, problems

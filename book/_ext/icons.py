@@ -44,11 +44,21 @@ def icon_selectors(rule: str) -> list[str] | None:
     return [n.group(1) for n in names] if all(names) else None
 
 
+SCRIPT_SRC = re.compile(r'<script[^>]*\ssrc="([^"?#]+)')
+
+
 def used_names(site: Path) -> set[str]:
-    names = set()
-    for path in list(site.rglob("*.html")) + list((site / "_static").rglob("*.js")):
-        if "fontawesome" not in path.parts:
-            names.update(ICON_NAME.findall(path.read_text(encoding="utf-8", errors="replace")))
+    """The ``fa-*`` names in the site's pages and in the scripts those pages load."""
+    names, scripts = set(), set()
+    for page in site.rglob("*.html"):
+        if "_static" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8", errors="replace")
+        names.update(ICON_NAME.findall(text))
+        scripts.update((page.parent / src).resolve() for src in SCRIPT_SRC.findall(text) if "://" not in src)
+    for script in scripts:
+        if script.is_file():
+            names.update(ICON_NAME.findall(script.read_text(encoding="utf-8", errors="replace")))
     return names
 
 
@@ -91,12 +101,17 @@ def subset_font(source: Path, dest: Path, glyphs: set[int]) -> None:
     subset.save_font(font, str(dest), options)
 
 
+def theme_fontawesome() -> Path:
+    """The Font Awesome folder of the installed pydata-sphinx-theme (the one the pages link)."""
+    import pydata_sphinx_theme
+
+    static = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
+    return max((static / "vendor" / "fontawesome").iterdir())
+
+
 def slim_icons(site: Path, pages: dict[Path, str]) -> dict[Path, str]:
     """Write the small stylesheet and fonts under ``_static/vendor/icons``; returns the pages re-pointed."""
-    link = next((FA_CSS.search(text) for text in pages.values() if FA_CSS.search(text)), None)
-    if link is None:
-        return pages
-    fa_dir = next((site / "_static" / "vendor" / "fontawesome").iterdir())
+    fa_dir = theme_fontawesome()
     css, glyphs = subset_css((fa_dir / "css" / "all.min.css").read_text(encoding="utf-8"), used_names(site))
     glyphs |= theme_glyphs(site)
     out = site / "_static" / OUT

@@ -90,7 +90,6 @@ def _stage(app: Sphinx, config) -> None:
         config.html_favicon = str(Path(app.confdir) / FAVICON)
     # Figures: the small loader instead of require.js and the general widget manager.
     config.nb_ipywidgets_js = {WIDGET_LOADER: {"defer": "defer"}}
-    app.written_pages = []
 
 
 def _page_scripts(app: Sphinx, pagename, templatename, context, doctree) -> None:
@@ -99,7 +98,6 @@ def _page_scripts(app: Sphinx, pagename, templatename, context, doctree) -> None
     sphinx-thebe registers its configuration script twice, and a second
     ``const THEBE_JS_URL`` declaration would be a JavaScript error.
     """
-    app.written_pages.append(pagename)
     scripts = context.get("script_files")
     if not scripts:
         return
@@ -148,16 +146,19 @@ ICON_PRELOAD = re.compile(r'\s*<link rel="preload" as="font"[^>]*fontawesome[^>]
 def _finish(app: Sphinx, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    pages = [Path(app.outdir) / app.builder.get_target_uri(name) for name in dict.fromkeys(app.written_pages)]
-    pages = [p for p in pages if p.suffix == ".html" and p.is_file()]
-    texts = {page: page.read_text(encoding="utf-8") for page in pages}
+    # Every page, not only those written now: a page left untouched by a failed run is
+    # finished by the next one (each step leaves a finished page as it is).
+    pages = [p for p in Path(app.outdir).rglob("*.html") if "_static" not in p.parts]
+    originals = {page: page.read_text(encoding="utf-8") for page in pages}
+    texts = dict(originals)
     texts = {page: ICON_PRELOAD.sub("", ICON_SCRIPT.sub("", text)) for page, text in texts.items()}
     texts = icons.slim_icons(Path(app.outdir), texts)
     with_math = [page for page, text in texts.items() if INLINE_MATH.search(text) or DISPLAY_MATH.search(text)]
     if with_math:
         typeset_pages(app, {page: texts[page] for page in with_math}, texts)
     for page, text in texts.items():
-        page.write_text(text, encoding="utf-8")
+        if text != originals[page]:
+            page.write_text(text, encoding="utf-8")
     purge_stylesheets(app)
 
 

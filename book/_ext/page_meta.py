@@ -81,7 +81,7 @@ def _meta(app: Sphinx, pagename, templatename, context, doctree) -> None:
         f'<meta property="og:title" content="{html.escape(html.unescape(title))}">',
         f'<meta property="og:description" content="{html.escape(description)}">',
         '<meta property="og:type" content="book">',
-        f'<meta property="og:site_name" content="{html.escape(app.config.project)}">',
+        f'<meta property="og:site_name" content="{html.escape(app.config.html_title or app.config.project)}">',
     ]
     context["metatags"] = context.get("metatags", "") + "\n" + "\n".join(tags)
 
