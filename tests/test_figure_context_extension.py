@@ -163,8 +163,10 @@ def test_page_interaction(open_figure):
     assert abs(float(readout.get_attribute("data-ratio")) - ratio46) < 1e-6
 
     # the selection outline wraps the selected bar only, not the whole height of the plot
-    outline = root.locator("rect.cf-cursor").bounding_box()
-    bar = root.locator("rect.cf-bar[data-pair='46']").bounding_box()
-    assert abs(outline["y"] - bar["y"]) < 2 and abs(outline["height"] - bar["height"]) < 2
-    assert bar["x"] - 3 < outline["x"] <= bar["x"] and outline["width"] < bar["width"] + 6
+    def box(locator):
+        return {k: float(locator.get_attribute(k)) for k in ("x", "y", "width", "height")}
+
+    outline, bar = box(root.locator("rect.cf-cursor")), box(root.locator("rect.cf-bar[data-pair='46']"))
+    assert outline["y"] == pytest.approx(bar["y"]) and outline["height"] == pytest.approx(bar["height"])
+    assert outline["x"] == pytest.approx(bar["x"] - 1.5) and outline["width"] == pytest.approx(bar["width"] + 3)
     assert problems == {"outside": [], "console": [], "http": []}

@@ -59,8 +59,10 @@ def open_drawer(page, which: str) -> None:
     page.wait_for_timeout(350)  # the slide-in transition
 
 
-def close_drawer(page) -> None:
-    page.mouse.click(reader.PHONE["width"] // 2, reader.PHONE["height"] - 40)  # on the shaded overlay
+def close_drawer(page, which: str) -> None:
+    """Tap the shaded page beside the open drawer (the navigation slides in from the left)."""
+    x = reader.PHONE["width"] - 30 if which == "primary" else 30
+    page.mouse.click(x, reader.PHONE["height"] // 2)
     page.wait_for_timeout(350)
 
 
@@ -77,14 +79,15 @@ def test_phone_pass_over_every_page(browser, site_server, built_site):
             assert _drawer_x(page, "primary") < 0, f"{page_path}: navigation drawer open before a tap"
             open_drawer(page, "primary")
             assert _drawer_x(page, "primary") >= 0, f"{page_path}: the menu button does not open the navigation"
+            assert page.url.endswith(page_path)
             assert page.locator(".bd-sidebar-primary nav a:visible").count() > 5, page_path
-            close_drawer(page)
+            close_drawer(page, "primary")
             assert _drawer_x(page, "primary") < 0, f"{page_path}: the navigation drawer does not close"
             if page.locator(".secondary-toggle:visible").count():
                 assert _drawer_x(page, "secondary") >= width, page_path
                 open_drawer(page, "secondary")
                 assert _drawer_x(page, "secondary") < width, f"{page_path}: 'Contents' does not open"
-                close_drawer(page)
+                close_drawer(page, "secondary")
                 assert _drawer_x(page, "secondary") >= width, f"{page_path}: 'Contents' does not close"
             assert problems == CLEAN, f"{page_path}: {problems}"
         finally:
@@ -293,6 +296,19 @@ def test_numbering_within_chapters(built_site):
         assert not book_wide, f"{page.name}: numbered across the book: {book_wide[:5]}"
         own = sorted({int(k) for c, k in re.findall(r"Exercise (\d+)\.(\d+)", text) if int(c) == chapter})
         assert own[:2] == [1, 2], page.name
+
+
+def test_every_image_has_a_text_alternative(built_site):
+    """Plots carry the alt text of their cell metadata, not a file name (figures: their description)."""
+    missing = []
+    for page_path in html_pages(built_site):
+        article = (built_site / page_path).read_text().split('<article class="bd-article"', 1)[-1]
+        for tag in re.findall(r"<img\b[^>]*>", article):
+            alt = re.search(r'alt="([^"]*)"', tag)
+            text = alt.group(1) if alt else ""
+            if len(text) < 15 or re.search(r"\.(png|svg|jpe?g)$", text) or "/" in text:
+                missing.append(f"{page_path}: {text or '(none)'}")
+    assert missing == [], missing[:10]
 
 
 def test_bibliography_labels_are_author_year(built_site):

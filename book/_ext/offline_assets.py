@@ -138,7 +138,8 @@ def _is_mathjax(app: Sphinx, filename, attributes) -> bool:
 # ---- after the build: typeset the math, drop the icon script -------------------------
 
 INLINE_MATH = re.compile(r'<span class="math notranslate nohighlight">\\\((.*?)\\\)</span>', re.S)
-DISPLAY_MATH = re.compile(r'(<div class="math notranslate nohighlight"[^>]*>)\s*\\\[(.*?)\\\]\s*</div>', re.S)
+# Display math, and the LaTeX output of a code cell (a SymPy result: "output text_latex math").
+DISPLAY_MATH = re.compile(r'(<div class="(?:output text_latex )?math notranslate nohighlight"[^>]*>)\s*\\\[(.*?)\\\]\s*</div>', re.S)
 ICON_SCRIPT = re.compile(r'\s*<script[^>]*src="[^"]*(?:fontawesome[^"]*all\.min\.js|scripts/fontawesome\.js)[^"]*"[^>]*></script>')
 ICON_PRELOAD = re.compile(r'\s*<link rel="preload" as="font"[^>]*fontawesome[^>]*/>')
 
