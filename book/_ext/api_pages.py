@@ -96,7 +96,8 @@ class CompanionModules(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         modules = self.env.app.companion_modules
-        lines = [".. autosummary::", ""] + [f"   {m}" for m in modules] + [""]
+        # The page is MyST Markdown, so the table is written in MyST: a fenced directive.
+        lines = ["```{autosummary}"] + modules + ["```"]
         container = nodes.container()
         self.state.nested_parse(StringList(lines, source="companion-modules"), self.content_offset, container)
         return container.children

@@ -12,6 +12,7 @@ error, since the book builds with warnings as errors) on:
   meant to render. A block meant to show markup names its language (```` ```markdown ````);
 * TeX in running text, outside math and code: ``$...$`` or a command such as
   ``\\operatorname``, ``\\frac``, ``\\theta``;
+* a reStructuredText directive in running text (``.. autosummary::`` parsed as Markdown);
 * the same word twice in a row ("Theorem Theorem", "the the").
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ TEX_COMMAND = re.compile(
     r"le|ge|leq|geq|neq|approx|in|top|lVert|rVert|langle|rangle|bigl|bigr|quad)(?![A-Za-z])"
 )
 DOLLAR_MATH = re.compile(r"(?<![\w$\\])\$(?=[^\s$])[^$\n]{1,300}?(?<=[^\s$\\])\$(?![\w$])")
+REST_DIRECTIVE = re.compile(r"(?:^|\s)\.\. [a-z][a-z:-]*::")
 DOUBLED = re.compile(r"\b([A-Za-z][A-Za-z'’-]*)\s+\1\b")
 #: Doubled words that English allows ("that that", "had had").
 DOUBLED_ALLOWED = {"that", "had"}
@@ -79,7 +81,8 @@ def problems(doctree: nodes.document) -> list[tuple[nodes.Node, str]]:
             continue
         text = prose_text(element)
         for pattern, what in ((DOLLAR_MATH, "TeX in $...$ shown as text"),
-                              (TEX_COMMAND, "a TeX command shown as text")):
+                              (TEX_COMMAND, "a TeX command shown as text"),
+                              (REST_DIRECTIVE, "a reStructuredText directive shown as text")):
             match = pattern.search(text)
             if match:
                 found.append((element, f"{what}: {match.group(0)[:60]!r}"))
