@@ -21,7 +21,8 @@ offline and light:
   sphinx-thebe's files, which Jupyter Book adds anyway, are left off the pages.
 * **Unused CSS.** The theme's stylesheets (Bootstrap's above all) are cut to the rules
   the site's pages and scripts can match, with PurgeCSS (``assets/purge.cjs``).
-* **Look.** ``assets/book.css`` (phone layout, wrapping, dropdowns) and
+* **Look.** ``assets/book.css`` (phone layout, wrapping, dropdowns),
+  ``assets/book.js`` (a formula wider than a phone's column scrolls in place) and
   ``assets/favicon.svg``.
 
 Pinned npm files come from ``node_modules/`` (``npm ci`` with ``package.json`` /
@@ -55,7 +56,7 @@ NPM_FILES = [
     ("mathjax-full/es5/output/chtml/fonts/woff-v2", "mathjax/woff-v2"),
 ]
 #: Files of this extension served with the site (under _static/vendor).
-SITE_FILES = ["anywidget-static.js", "book.css"]
+SITE_FILES = ["anywidget-static.js", "book.css", "book.js"]
 FAVICON = "book/_ext/assets/favicon.svg"
 WIDGET_LOADER = f"{VENDOR}/anywidget-static.js"
 MATH_FONTS = f"_static/{VENDOR}/mathjax/woff-v2"
@@ -86,6 +87,7 @@ def _stage(app: Sphinx, config) -> None:
     stage_vendor(Path(app.confdir), staging / VENDOR)
     config.html_static_path.append(str(staging))
     config.html_css_files.append((f"{VENDOR}/book.css", {"priority": 900}))
+    config.html_js_files.append((f"{VENDOR}/book.js", {"defer": "defer"}))
     if not config.html_favicon:
         config.html_favicon = str(Path(app.confdir) / FAVICON)
     # Figures: the small loader instead of require.js and the general widget manager.
