@@ -8,7 +8,10 @@ reader makes (pressing a button, a key, or moving a slider). For each it measure
 the page, the time from dispatching the input event to the end of the redraw with
 layout forced (``sync``), and to the next animation frame (``frame``, which includes
 waiting for the frame). Reports the medians, each figure's embedded widget state
-(aim: under 1 MB) and each page's transferred size.
+(aim: under 1 MB), and what every page of the site weighs: each file it loads,
+scrolled to the end, bytes as served (uncompressed), by kind of file, with the median
+and the largest page of each kind against the budgets (pages with a figure 2 MB,
+other pages 1 MB; ``tests/browser.py``).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+import browser as reader  # noqa: E402
 from conftest import CHROMIUM_FLAGS, serve  # noqa: E402
 
 SITE = ROOT / "_build" / "html"
@@ -33,7 +37,7 @@ N = 50
 INTERACTIONS = {
     "permutation_explorer": "root.querySelectorAll('button')[i % 6].click()",
     "position_term": "root.querySelector('svg').dispatchEvent(new KeyboardEvent('keydown', {key: i % 2 ? 'ArrowRight' : 'ArrowLeft', bubbles: true}))",
-    "rope_rotation": "[...root.querySelectorAll('button')].find(b => b.textContent.includes('Shift both')).click()",
+    "rope_rotation": "[...root.querySelectorAll('button')].find(b => b.textContent.includes('Move both one later')).click()",
     "alibi_heatmap": "root.querySelectorAll('fieldset')[0].querySelectorAll('button')[i % 8].click()",
     "context_extension": "(() => { const s = root.querySelector('input[type=range]'); s.value = String(1 + (i % 16)); s.dispatchEvent(new Event('input', {bubbles: true})); })()",
 }
@@ -66,6 +70,21 @@ def widget_state_sizes(html: str) -> dict[str, int]:
     return sizes
 
 
+def report_weights(browser, base: str) -> None:
+    kinds = ("html", "script", "style", "font", "image")
+    print(f"{'page':46s} {'total':>8s} " + " ".join(f"{k:>7s}" for k in kinds) + "   (kB; * a page with a figure)")
+    weights = [reader.measure(browser, base, path, SITE) for path in reader.html_pages(SITE)]
+    for w in weights:
+        print(f"{w.page + (' *' if w.widgets else ''):46s} {w.total / 1e3:8.0f} "
+              + " ".join(f"{w.by_kind.get(k, 0) / 1e3:7.0f}" for k in kinds))
+    print()
+    for kind, numbers in reader.summary(weights).items():
+        budget = reader.WIDGET_PAGE_BUDGET if kind == "widget pages" else reader.OTHER_PAGE_BUDGET
+        print(f"{kind:14s} {numbers['pages']:3d} pages: median {numbers['median'] / 1e6:.2f} MB, "
+              f"largest {numbers['max'] / 1e6:.2f} MB (budget {budget / 1e6:.0f} MB)")
+    print()
+
+
 def main() -> int:
     if not (SITE / PAGES[0]).exists():
         print("Build the book first: make book", file=sys.stderr)
@@ -77,16 +96,7 @@ def main() -> int:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-            print(f"{'page':34s} {'transferred':>12s}")
-            for page_path in PAGES:
-                page = browser.new_page()
-                sizes = []
-                page.on("response", lambda r: sizes.append(len(r.body())) if r.ok else None)
-                page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base) else route.abort())
-                page.goto(base + page_path, wait_until="networkidle")
-                print(f"{page_path:34s} {sum(sizes) / 1e6:9.2f} MB")
-                page.close()
-            print()
+            report_weights(browser, base)
             page = browser.new_page()
             page.goto(base + PAGES[0], wait_until="networkidle")
             states = widget_state_sizes((SITE / PAGES[0]).read_text())

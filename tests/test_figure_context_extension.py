@@ -161,4 +161,12 @@ def test_page_interaction(open_figure):
     assert text.startswith("pair 46:") and f"ratio {ratio46:.4g}×" in text
     assert "beyond the trained range" in text
     assert abs(float(readout.get_attribute("data-ratio")) - ratio46) < 1e-6
+
+    # the selection outline wraps the selected bar only, not the whole height of the plot
+    def box(locator):
+        return {k: float(locator.get_attribute(k)) for k in ("x", "y", "width", "height")}
+
+    outline, bar = box(root.locator("rect.cf-cursor")), box(root.locator("rect.cf-bar[data-pair='46']"))
+    assert outline["y"] == pytest.approx(bar["y"]) and outline["height"] == pytest.approx(bar["height"])
+    assert outline["x"] == pytest.approx(bar["x"] - 1.5) and outline["width"] == pytest.approx(bar["width"] + 3)
     assert problems == {"outside": [], "console": [], "http": []}

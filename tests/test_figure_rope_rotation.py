@@ -125,8 +125,8 @@ def test_page_interaction(open_figure):
     assert turned(angle("k"), angle("k-rot"), st["n"] * st["theta"])
     assert "θ = 0.4 rad per position" in root.locator(".cf-theta").inner_text()
 
-    # "Shift both back one", past 15: positions change, the point and the score stay
-    button = root.get_by_role("button", name="Shift both back one")
+    # "Move both one later (+1)", past 15: positions change, the point and the score stay
+    button = root.get_by_role("button", name=fig.SHIFT_LABEL)
     wrapped = False
     for _ in range(13):
         before = state()

@@ -1,4 +1,5 @@
 """companion.figures: the data each figure shows are right, and the drawing code ships."""
+import re
 from pathlib import Path
 
 import numpy as np
@@ -44,3 +45,36 @@ def test_figure_scripts_are_package_data():
             assert module.with_suffix(".js").exists(), module
     pyproject = (Path(__file__).parent.parent / "pyproject.toml").read_text()
     assert '"figures/*.js"' in pyproject
+
+
+FIGURES = [companion.figures.permutation_explorer, companion.figures.position_term,
+           companion.figures.rope_rotation, companion.figures.alibi_heatmap,
+           companion.figures.context_extension]
+
+
+@pytest.mark.parametrize("make", FIGURES, ids=lambda f: f.__name__)
+def test_printed_caption_says_what_the_figure_shows_not_how_to_work_it(make):
+    """The fallback (print, no JavaScript) carries the caption without instructions."""
+    widget = make()
+    assert widget.caption and widget.instructions
+    printed = re.search(r"<p><em>(.*?)</em></p>", widget.fallback_html(), re.S).group(1)
+    assert widget.instructions not in printed
+    for word in ("drag", "press", "click", "hover", "choose", "arrow keys", "focus"):
+        assert word not in printed.lower(), (make.__name__, word)
+
+
+def test_live_caption_is_for_screen_readers_only():
+    """On screen the chapter's numbered caption is the only visible one."""
+    common = (Path(companion.figures.__file__).parent / "_common.js").read_text()
+    hidden_rule = re.search(r"\.companion-figure \.cf-sr, \.companion-figure \.cf-caption \{([^}]*)\}", common)
+    assert hidden_rule and "clip: rect(0 0 0 0)" in hidden_rule.group(1)
+    assert 'model.get("instructions")' in common
+
+
+def test_shift_button_label_is_the_same_in_python_and_script():
+    from companion.figures import rope
+
+    script = (Path(rope.__file__).parent / "rope.js").read_text()
+    assert rope.SHIFT_LABEL == "Move both one later (+1)"
+    assert f'text: "{rope.SHIFT_LABEL}"' in script
+    assert rope.shifted(5, 2) == (6, 3)  # later, as the label says

@@ -1,26 +1,33 @@
-"""The built site: it builds with warnings as errors, and works with no network.
+"""The built site: it builds with warnings as errors, works with no network, reads well on a phone.
 
 Every page is opened in headless Chromium with every request to a host other than
-the local server blocked and recorded. The test fails on any such request, any
-console error, untypeset math, or a figure that does not render or respond.
+the local server blocked and recorded. The tests fail on any such request, any
+console error, untypeset math, a figure that does not render or respond, a page that
+scrolls sideways on a phone, a drawer that does not open, or a page over its weight
+budget. Screenshots of every page at both widths go to ``_build/screenshots/``.
 """
 from __future__ import annotations
 
 import json
 import re
 import shutil
+import statistics
+import sys
 from pathlib import Path
 
 import pytest
 
+import browser as reader
 from conftest import ROOT, build_book, open_offline
 
 pytestmark = pytest.mark.site
 
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CLEAN = {"outside": [], "console": [], "http": []}
+
 
 def html_pages(site: Path) -> list[str]:
-    skip = {"genindex.html", "search.html", "index.html", "prf-prf.html"}
-    return sorted(str(p.relative_to(site)) for p in site.rglob("*.html") if p.name not in skip and "_static" not in p.parts)
+    return reader.html_pages(site)
 
 
 def test_every_page_works_offline(browser, site_server, built_site):
@@ -34,11 +41,193 @@ def test_every_page_works_offline(browser, site_server, built_site):
             assert problems["console"] == [], f"{page_path} console errors: {problems['console']}"
             assert problems["http"] == [], f"{page_path} failed requests: {problems['http']}"
             if page.locator(".math").count():
-                page.wait_for_selector("mjx-container", state="attached", timeout=15000)
+                # typeset when the book was built: no script needed, nothing left raw
+                assert page.locator(".math mjx-container").count() == page.locator(".math").count(), page_path
                 text = page.inner_text("article")
                 assert "\\[" not in text and "\\(" not in text and "$$" not in text, f"raw LaTeX left on {page_path}"
         finally:
             page.close()
+
+
+def _drawer_x(page, which: str) -> float:
+    return page.locator(f".bd-sidebar-{which}").bounding_box()["x"]
+
+
+def open_drawer(page, which: str) -> None:
+    """Tap the visible toggle of the ``primary`` (site navigation) or ``secondary`` (on this page) drawer."""
+    page.locator(f".{which}-toggle:visible").first.click()
+    page.wait_for_timeout(350)  # the slide-in transition
+
+
+def close_drawer(page, which: str) -> None:
+    """Tap the shaded page beside the open drawer (the navigation slides in from the left)."""
+    x = reader.PHONE["width"] - 30 if which == "primary" else 30
+    page.mouse.click(x, reader.PHONE["height"] // 2)
+    page.wait_for_timeout(350)
+
+
+def test_phone_pass_over_every_page(browser, site_server, built_site):
+    """At 390 px: both drawers open and close, nothing scrolls sideways, nothing goes wrong."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    width = reader.PHONE["width"]
+    for page_path in html_pages(built_site):
+        page, problems = reader.open_offline(browser, site_server, page_path, viewport=reader.PHONE)
+        try:
+            page.screenshot(path=str(SCREENSHOTS / reader.screenshot_name(page_path, "phone")))
+            overflow = reader.horizontal_overflow(page)
+            assert overflow <= 0, f"{page_path} scrolls sideways by {overflow} px: {reader.widest_elements(page)}"
+            assert _drawer_x(page, "primary") < 0, f"{page_path}: navigation drawer open before a tap"
+            open_drawer(page, "primary")
+            assert _drawer_x(page, "primary") >= 0, f"{page_path}: the menu button does not open the navigation"
+            assert page.url.endswith(page_path)
+            assert page.locator(".bd-sidebar-primary nav a:visible").count() > 5, page_path
+            close_drawer(page, "primary")
+            assert _drawer_x(page, "primary") < 0, f"{page_path}: the navigation drawer does not close"
+            if page.locator(".secondary-toggle:visible").count():
+                assert _drawer_x(page, "secondary") >= width, page_path
+                open_drawer(page, "secondary")
+                assert _drawer_x(page, "secondary") < width, f"{page_path}: 'Contents' does not open"
+                close_drawer(page, "secondary")
+                assert _drawer_x(page, "secondary") >= width, f"{page_path}: 'Contents' does not close"
+            assert problems == CLEAN, f"{page_path}: {problems}"
+        finally:
+            page.context.close()
+
+
+def test_phone_navigation_follows_a_link(browser, site_server):
+    page, problems = reader.open_offline(browser, site_server, "lessons/00_why_positions.html",
+                                         viewport=reader.PHONE)
+    try:
+        open_drawer(page, "primary")
+        page.locator(".bd-sidebar-primary a[href$='03_rope.html']").first.click()
+        page.wait_for_url("**/lessons/03_rope.html")
+        assert page.locator("article h1").first.inner_text().startswith("3.")
+        open_drawer(page, "secondary")
+        link = page.locator(".bd-sidebar-secondary nav a").nth(2)
+        target = link.get_attribute("href")
+        assert target.startswith("#")
+        link.click()
+        page.wait_for_timeout(300)
+        assert page.url.endswith(target)
+        assert problems["outside"] == [] and problems["console"] == []
+    finally:
+        page.context.close()
+
+
+def test_desktop_pages_and_screenshots(browser, site_server, built_site):
+    """At 1366 px: no empty header band above the page, one search box, no sideways scrolling."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for page_path in html_pages(built_site):
+        page, problems = reader.open_offline(browser, site_server, page_path, viewport=reader.DESKTOP)
+        try:
+            page.screenshot(path=str(SCREENSHOTS / reader.screenshot_name(page_path, "desktop")))
+            header = page.locator(".bd-header")
+            assert header.count() == 0 or (header.first.bounding_box() or {"height": 0})["height"] < 8, page_path
+            assert page.locator(".search-button-field:visible").count() <= 1, page_path
+            assert reader.horizontal_overflow(page) <= 0, page_path
+            assert problems == CLEAN, f"{page_path}: {problems}"
+        finally:
+            page.context.close()
+
+
+def test_launch_menu_entries(browser, site_server):
+    """Every launch-menu entry works offline: Binder and Colab are plain links out; no Live Code."""
+    page, problems = open_offline(browser, site_server, "lessons/03_rope.html")
+    try:
+        page.locator(".dropdown-launch-buttons > button").click()
+        entries = page.locator(".dropdown-launch-buttons .dropdown-item")
+        repo = "positions-in-transformers/positions-in-transformers"
+        expected = {
+            "Binder": f"https://mybinder.org/v2/gh/{repo}/main?urlpath=tree/lessons/03_rope.ipynb",
+            "Colab": f"https://colab.research.google.com/github/{repo}/blob/main/lessons/03_rope.ipynb",
+        }
+        for entry in entries.all():
+            label = entry.inner_text().strip()
+            assert entry.is_visible(), label
+            # an entry that leaves the site is an ordinary link: its address, not a visit
+            assert entry.evaluate("e => e.tagName") == "A", f"{label} is not a plain link"
+            assert entry.get_attribute("href") == expected.pop(label, None), label
+        assert expected == {}, f"missing from the launch menu: {sorted(expected)}"
+        assert "Live Code" not in page.content() and page.locator("script[src*=thebe]").count() == 0
+        # the download menu: the notebook is served by the site; "print" stays on the page
+        page.keyboard.press("Escape")
+        page.locator(".dropdown-download-buttons > button").click()
+        for entry in page.locator(".dropdown-download-buttons .dropdown-item").all():
+            href = entry.get_attribute("href")
+            if href:
+                assert page.request.get(page.url.rsplit("/", 1)[0] + "/" + href).ok, href
+            else:
+                page.evaluate("window.print = () => { window.__printed = true; }")
+                entry.click()
+                assert page.evaluate("window.__printed") is True
+        assert problems == CLEAN, problems
+    finally:
+        page.close()
+
+
+def test_dark_mode_and_search(browser, site_server):
+    """The theme's light/dark switch and the offline search work with the pinned theme."""
+    page, problems = open_offline(browser, site_server, "lessons/06_beyond_training_length.html")
+    try:
+        switch = page.locator(".theme-switch-button:visible").first
+        for _ in range(3):
+            if page.evaluate("document.documentElement.dataset.theme") == "dark":
+                break
+            switch.click()
+        assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        red, green, blue = (int(v) for v in re.findall(r"\d+", background)[:3])
+        assert red + green + blue < 3 * 80, background
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "dark-mode--desktop.png"))
+        page.goto(site_server + "search.html?q=YaRN", wait_until="networkidle")
+        results = page.locator("#search-results li")
+        results.first.wait_for(timeout=15000)
+        assert results.count() >= 5
+        summaries = " ".join(page.locator("#search-results p.context").all_inner_texts())
+        assert "\\(" not in summaries and "\\[" not in summaries
+        assert problems == CLEAN, problems
+    finally:
+        page.close()
+
+
+def test_page_weight(browser, site_server, built_site):
+    """Every file a page loads, scrolled to the end, bytes as served: the median page of each
+    kind within its budget with headroom (figures 2 MB, others 1 MB), and no page over 2 MB."""
+    weights = [reader.measure(browser, site_server, path, built_site) for path in html_pages(built_site)]
+    for kind, chosen in (("widget pages", [w for w in weights if w.widgets]),
+                         ("other pages", [w for w in weights if not w.widgets])):
+        median = statistics.median(w.total for w in chosen)
+        assert median <= reader.HEADROOM * chosen[0].budget, f"{kind}: median {median / 1e6:.2f} MB"
+    over = [f"{w.page}: {w.total / 1e6:.2f} MB" for w in weights if w.total > reader.PAGE_CAP]
+    assert over == [], f"pages over {reader.PAGE_CAP / 1e6:.0f} MB: {over}"
+
+
+def test_figure_captions_and_solution_dropdowns(browser, site_server):
+    page, problems = open_offline(browser, site_server, "lessons/03_rope.html")
+    try:
+        # one caption on screen, the chapter's; the figure's own is for screen readers
+        figure = page.locator("[data-figure='rope_rotation']")
+        figure.wait_for(timeout=15000)
+        caption = figure.locator(".cf-caption")
+        style = caption.evaluate("e => [getComputedStyle(e).position, getComputedStyle(e).clip]")
+        assert style == ["absolute", "rect(0px, 0px, 0px, 0px)"]  # clipped away, still read aloud
+        assert "Move both one later (+1)" in figure.locator(".cf-caption").text_content()
+        # a solution opens and closes when its title is clicked, and the page stays put
+        solution = page.locator(".solution.dropdown").first
+        title = solution.locator(".admonition-title")
+        assert title.locator("a").count() == 0
+        assert re.match(r"Solution to Exercise 3\.\d+", title.inner_text())
+        url = page.url
+        body = solution.locator("section").first
+        assert not body.is_visible()
+        title.click()
+        assert body.is_visible() and page.url == url
+        title.click()
+        assert not body.is_visible()
+        assert problems["console"] == [] and problems["outside"] == []
+    finally:
+        page.close()
 
 
 def test_lesson_0_math_and_figure(browser, site_server):
@@ -76,12 +265,105 @@ def test_lesson_0_math_and_figure(browser, site_server):
 
 def test_site_serves_its_own_front_end_files(built_site):
     vendor = built_site / "_static" / "vendor"
-    for name in ("require.js", "widgets-config.js", "html-manager/embed-amd.js", "anywidget/index.js", "mathjax/tex-mml-chtml.js"):
+    for name in ("anywidget-static.js", "book.css", "mathjax/woff-v2/MathJax_Main-Regular.woff",
+                 "icons/css/icons.css", "icons/webfonts/fa-solid-900.woff"):
         assert (vendor / name).is_file(), name
     html = (built_site / "lessons" / "00_why_positions.html").read_text()
     assert "application/vnd.jupyter.widget-state+json" in html
-    for cdn in ("cdn.jsdelivr.net", "cdnjs.cloudflare.com", "unpkg.com/@jupyter-widgets"):
+    assert "vendor/anywidget-static.js" in html
+    for heavy in ("embed-amd.js", "require.js", "tex-mml-chtml.js", "fontawesome.js", "all.min.js", "all.min.css"):
+        assert heavy not in html, heavy
+    for cdn in ("cdn.jsdelivr.net", "cdnjs.cloudflare.com", "unpkg.com"):
         assert f'src="https://{cdn}' not in html
+
+
+def test_every_page_describes_itself(built_site):
+    """A description, sharing tags, a favicon, the version and the build date on every page."""
+    for page_path in html_pages(built_site):
+        html = (built_site / page_path).read_text()
+        description = re.search(r'<meta name="description" content="([^"]+)"', html)
+        assert description and len(description.group(1)) > 40, page_path
+        assert '<meta property="og:title"' in html and 'rel="icon"' in html, page_path
+        assert re.search(r"Version \d+\.\d+\.\d+ · built \d+ \w+ \d{4}", html), page_path
+
+
+def test_numbering_within_chapters(built_site):
+    """Exercises, theorems and definitions read "Exercise 3.2": the chapter, then the count in it."""
+    for page in sorted((built_site / "lessons").glob("[0-9][0-9]_*.html")):
+        chapter = int(page.name[:2])
+        text = re.sub(r"<[^>]+>", "", page.read_text())
+        numbers = re.findall(r"\b(?:Exercise|Theorem|Definition|Lemma|Proposition) (\d+(?:\.\d+)?)\b", text)
+        book_wide = sorted({n for n in numbers if "." not in n})
+        assert not book_wide, f"{page.name}: numbered across the book: {book_wide[:5]}"
+        own = sorted({int(k) for c, k in re.findall(r"Exercise (\d+)\.(\d+)", text) if int(c) == chapter})
+        assert own[:2] == [1, 2], page.name
+
+
+def test_every_image_has_a_text_alternative(built_site):
+    """Plots carry the alt text of their cell metadata, not a file name (figures: their description)."""
+    missing = []
+    for page_path in html_pages(built_site):
+        article = (built_site / page_path).read_text().split('<article class="bd-article"', 1)[-1]
+        for tag in re.findall(r"<img\b[^>]*>", article):
+            alt = re.search(r'alt="([^"]*)"', tag)
+            text = alt.group(1) if alt else ""
+            if len(text) < 15 or re.fullmatch(r"[\w./-]+\.(png|svg|jpe?g)", text):
+                missing.append(f"{page_path}: {text or '(none)'}")
+    assert missing == [], missing[:10]
+
+
+def test_bibliography_labels_are_author_year(built_site):
+    html = (built_site / "book" / "references.html").read_text()
+    labels = [re.sub(r"<[^>]+>", "", label) for label in
+              re.findall(r'<span class="label"><span class="fn-bracket">\[</span>(.*?)<span class="fn-bracket">\]', html)]
+    assert len(labels) > 20
+    assert all(re.fullmatch(r".+, (\d{4}[a-z]?|n\.d\.)", label) for label in labels), labels[:5]
+    assert "Vaswani et al., 2017" in labels
+
+
+def test_every_module_has_an_api_page(built_site):
+    """Every public module of companion has a page, in the overview, without torch's inherited text."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from api_pages import public_modules
+
+    modules = public_modules()
+    assert {"companion.rope", "companion.figures.rope", "companion.checks", "companion.exercises"} <= set(modules)
+    assert any(m == "companion.lab" or m.startswith("companion.lab.") for m in modules)
+    overview = (built_site / "book" / "api.html").read_text()
+    for module in modules:
+        page = built_site / "book" / "api" / f"{module}.html"
+        assert page.is_file(), module
+        text = page.read_text()
+        assert f'id="module-{module}"' in text, module
+        assert "Should be overridden by all subclasses" not in text, module
+        assert f'href="api/{module}.html' in overview, f"{module} missing from the overview"
+
+
+def test_markup_shown_as_text_fails_the_build(tmp_path):
+    """A stray fence, TeX outside math and a doubled word each fail the build, with a message."""
+    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    (tmp_path / "book").mkdir()
+    shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext")
+    shutil.copy(ROOT / "book" / "references.bib", tmp_path / "book" / "references.bib")
+    (tmp_path / "node_modules").symlink_to(ROOT / "node_modules")
+    (tmp_path / "index.md").write_text("# Index\n\nA page that reads well, with $x + y$ typeset as math.\n")
+    (tmp_path / "broken.md").write_text(
+        "# Broken\n\n"
+        "```\n```{admonition} What you will learn\n:class: tip\nSomething.\n```\n\n"
+        "1. $a = \\operatorname{Re}[h]$ holds, and so\n- \\operatorname{Re}[g] = 0$ does.\n\n"
+        "As the Theorem Theorem says.\n\n"
+        "Shown on purpose:\n\n````markdown\n```{note}\nA note.\n```\n````\n"
+    )
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n  - file: broken\n")
+    result = build_book(tmp_path)
+    assert result.returncode != 0
+    log = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+    warnings = [line for line in log.splitlines() if "WARNING" in line]
+    assert any("broken.md" in w and "MyST markup shown as a code block" in w for w in warnings), warnings
+    assert any("broken.md" in w and "TeX command shown as text" in w for w in warnings), warnings
+    assert any("broken.md" in w and "doubled word: 'Theorem Theorem'" in w for w in warnings), warnings
+    assert not any("index.md" in w for w in warnings), warnings
+    assert len(warnings) == 3, warnings  # the markup shown on purpose is not flagged
 
 
 def test_a_notebook_that_raises_fails_the_build(tmp_path):

@@ -4,8 +4,8 @@
 
 calls the figure function ``companion.figures.<name>`` with the given keyword
 arguments (values parsed as Python literals), writes ``_build/preview/<name>.html``
-with the widget state embedded and the same pinned front-end files the book uses
-(from ``node_modules``; run ``npm ci`` first), and prints the page's path. Serve it
+with the widget state embedded and the loader the book uses to draw it
+(``book/_ext/assets/anywidget-static.js``), and prints the page's path. Serve it
 with ``python -m http.server --directory _build/preview --bind 127.0.0.1 8001``.
 """
 from __future__ import annotations
@@ -26,9 +26,7 @@ PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
-<script src="vendor/require.js"></script>
-<script src="vendor/widgets-config.js"></script>
-<script src="vendor/html-manager/embed-amd.js"></script>
+<script defer src="vendor/anywidget-static.js"></script>
 <script type="application/vnd.jupyter.widget-state+json">{state}</script>
 </head><body style="margin:1rem">
 <h1 style="font:600 1.2rem system-ui">{title}</h1>
@@ -51,7 +49,7 @@ def write_preview(name: str, out_dir: Path = ROOT / "_build" / "preview", **kwar
     figure = function(**kwargs)
     data = embed_data(views=[figure], drop_defaults=False)
     out_dir.mkdir(parents=True, exist_ok=True)
-    if not (out_dir / "vendor" / "require.js").exists():
+    if not (out_dir / "vendor" / "anywidget-static.js").exists():
         stage_vendor(ROOT, out_dir / "vendor")
     page = out_dir / f"{function_name}.html"
     page.write_text(

@@ -9,6 +9,10 @@ With the environment variable ``BOOK_WITHOUT_SOLUTIONS=1`` (or the Sphinx option
 ``book_without_solutions = True``) the build leaves out every exercise solution,
 worked code included, so an instructor can publish the book for a class that works the
 exercises as homework (``make book-without-solutions``). The exercises stay.
+
+A solution shown in a dropdown opens and closes when its title is clicked: the
+title's link to the exercise (which sphinx-exercise adds, and which would jump away
+instead) is taken out of dropdown titles; the exercise sits just above.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import re
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 MARKER_LINE = re.compile(r"^[ \t]*# (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
 MARKER_SUFFIX = re.compile(r"[ \t]*# SOLUTION[ \t]*$", re.MULTILINE)
@@ -52,6 +57,22 @@ class RemoveSolutions(SphinxTransform):
             node.parent.remove(node)
 
 
+class PlainDropdownTitles(SphinxPostTransform):
+    """"Solution to Exercise 3.2 (title)" as plain text in a dropdown's title, so it toggles."""
+
+    default_priority = 22  # sphinx-exercise writes the titles at priority 21
+
+    def run(self, **kwargs) -> None:
+        from sphinx_exercise.nodes import solution_node
+
+        for node in self.document.findall(solution_node):
+            if "dropdown" not in node.get("classes", []) or not node.children:
+                continue
+            title = node.children[0]
+            for reference in list(title.findall(nodes.reference)):
+                reference.replace_self(reference.children)
+
+
 def _from_environment(app: Sphinx, config) -> None:
     if os.environ.get("BOOK_WITHOUT_SOLUTIONS", "") not in ("", "0"):
         config.book_without_solutions = True
@@ -62,4 +83,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _from_environment)
     app.connect("doctree-read", _clean_code_blocks)
     app.add_transform(RemoveSolutions)
+    app.add_post_transform(PlainDropdownTitles)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,127 +1,234 @@
-"""Serve every front-end file the book needs from the book itself.
+"""Serve every front-end file the book needs from the book itself, and keep pages light.
 
 By default a Jupyter Book page loads require.js, the Jupyter widget manager,
 anywidget's front end and MathJax from public CDNs; with no network (or behind a
-school firewall) the widgets vanish and the math stays raw LaTeX. This extension
-copies pinned copies of those files into ``_static/vendor/`` and points the pages
-at them:
+school firewall) the widgets vanish and the math stays raw LaTeX. Served from the
+site instead, those files weighed 3 to 7 MB a page. This extension keeps every page
+offline and light:
 
-* ``requirejs``, ``@jupyter-widgets/html-manager`` and ``mathjax`` come from
-  ``node_modules/`` (installed from ``package.json`` / ``package-lock.json`` with
-  ``npm ci``; nothing third-party is committed);
-* anywidget's front end is the file shipped inside the installed ``anywidget``
-  Python package, so it always matches the Python side that wrote the widget state.
+* **Figures.** Every figure is an anywidget whose drawing module travels in the
+  page's saved widget state. ``assets/anywidget-static.js`` (a few kilobytes) draws
+  them from that state, in place of the general widget manager; it is loaded
+  ``defer`` so it never blocks the page.
+* **Math.** The TeX is typeset when the book is built, by MathJax itself (npm
+  ``mathjax-full``, pinned in ``package.json``; ``assets/typeset.cjs``), so a page
+  carries HTML, a stylesheet for the characters it uses and MathJax's fonts, not the
+  1.2 MB script. A TeX error fails the build.
+* **Icons.** The theme draws its icons with Font Awesome's CSS and web fonts; its
+  1.5 MB script version of the same icons is taken off the pages, and the CSS and
+  fonts are cut down to the icons the site shows (``icons.py``).
+* **No Thebe.** The launch menu has no "Live Code" (``launch_buttons.thebe: false``);
+  sphinx-thebe's files, which Jupyter Book adds anyway, are left off the pages.
+* **Unused CSS.** The theme's stylesheets (Bootstrap's above all) are cut to the rules
+  the site's pages and scripts can match, with PurgeCSS (``assets/purge.cjs``).
+* **Look.** ``assets/book.css`` (phone layout, wrapping, dropdowns),
+  ``assets/book.js`` (a formula wider than a phone's column scrolls in place) and
+  ``assets/favicon.svg``.
 
-``vendor/widgets-config.js`` maps the widget module names to those local files for
-require.js (without it the manager would fall back to a CDN).
+Pinned npm files come from ``node_modules/`` (``npm ci`` with ``package.json`` /
+``package-lock.json``; nothing third-party is committed).
 """
 from __future__ import annotations
 
+import html
+import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
+from sphinx.util import logging
+
+sys.path.insert(0, str(Path(__file__).parent))
+import icons  # noqa: E402  (book/_ext/icons.py)
+
+logger = logging.getLogger(__name__)
 
 VENDOR = "vendor"
+ASSETS = Path(__file__).parent / "assets"
 
 # (path under node_modules, path under _static/vendor); directories are copied whole.
 NPM_FILES = [
-    ("requirejs/require.js", "require.js"),
-    ("@jupyter-widgets/html-manager/dist/embed-amd.js", "html-manager/embed-amd.js"),
-    ("mathjax/es5/tex-mml-chtml.js", "mathjax/tex-mml-chtml.js"),
-    ("mathjax/es5/output/chtml/fonts/woff-v2", "mathjax/output/chtml/fonts/woff-v2"),
-    ("mathjax/es5/input/tex/extensions", "mathjax/input/tex/extensions"),
+    ("mathjax-full/es5/output/chtml/fonts/woff-v2", "mathjax/woff-v2"),
 ]
-# The widget manager's icon fonts sit next to embed-amd.js under hashed names.
-FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
-
-WIDGETS_CONFIG_JS = """\
-// Written by book/_ext/offline_assets.py: resolve widget modules to this site's copies.
-(function () {
-  var here = document.currentScript.src;
-  var base = here.slice(0, here.lastIndexOf("/") + 1);
-  window.require.config({
-    paths: {
-      "anywidget": base + "anywidget/index",
-      "@jupyter-widgets/base": base + "html-manager/base",
-      "@jupyter-widgets/controls": base + "html-manager/controls",
-      "@jupyter-widgets/html-manager": base + "html-manager/index",
-      // The manager finds its icon fonts next to this module's URL.
-      "@jupyter-widgets/html-manager/dist": base + "html-manager"
-    }
-  });
-})();
-"""
+#: Files of this extension served with the site (under _static/vendor).
+SITE_FILES = ["anywidget-static.js", "book.css", "book.js"]
+FAVICON = "book/_ext/assets/favicon.svg"
+WIDGET_LOADER = f"{VENDOR}/anywidget-static.js"
+MATH_FONTS = f"_static/{VENDOR}/mathjax/woff-v2"
 
 
 def stage_vendor(root: Path, vendor: Path) -> None:
-    """Copy the pinned front-end files into ``vendor`` (emptied first).
+    """Copy the pinned front-end files and this extension's assets into ``vendor`` (emptied first).
 
     Used by the book build below and by ``tools/preview_figure.py``.
     """
     node_modules = root / "node_modules"
-    if not (node_modules / "requirejs").is_dir():
+    if not (node_modules / "mathjax-full").is_dir():
         raise ExtensionError(
-            "offline_assets: node_modules/ is missing; run `npm ci` in the repository root "
-            "(the README's build command does this for you)"
+            "offline_assets: node_modules/ is missing or out of date; run `npm ci` in the repository "
+            "root (the README's build command does this for you)"
         )
     if vendor.exists():
         shutil.rmtree(vendor)
     vendor.mkdir(parents=True)
     for source, dest in NPM_FILES:
         _copy(node_modules / source, vendor / dest)
-    manager_dist = node_modules / "@jupyter-widgets/html-manager/dist"
-    for font in manager_dist.iterdir():
-        if font.suffix in FONT_SUFFIXES:
-            _copy(font, vendor / "html-manager" / font.name)
-
-    import anywidget  # the installed package is the one that wrote the widget state
-
-    _copy(Path(anywidget.__file__).parent / "nbextension" / "index.js", vendor / "anywidget" / "index.js")
-    (vendor / "widgets-config.js").write_text(WIDGETS_CONFIG_JS)
+    for name in SITE_FILES:
+        _copy(ASSETS / name, vendor / name)
 
 
 def _stage(app: Sphinx, config) -> None:
     staging = Path(app.outdir).parent / "offline_assets"
     stage_vendor(Path(app.confdir), staging / VENDOR)
     config.html_static_path.append(str(staging))
-    config.mathjax_path = f"{VENDOR}/mathjax/tex-mml-chtml.js"
-    config.nb_ipywidgets_js = {
-        f"{VENDOR}/require.js": {},
-        f"{VENDOR}/widgets-config.js": {},
-        f"{VENDOR}/html-manager/embed-amd.js": {},
-    }
+    config.html_css_files.append((f"{VENDOR}/book.css", {"priority": 900}))
+    config.html_js_files.append((f"{VENDOR}/book.js", {"defer": "defer"}))
+    if not config.html_favicon:
+        config.html_favicon = str(Path(app.confdir) / FAVICON)
+    # Figures: the small loader instead of require.js and the general widget manager.
+    config.nb_ipywidgets_js = {WIDGET_LOADER: {"defer": "defer"}}
 
 
-def _drop_duplicate_scripts(app: Sphinx, pagename, templatename, context, doctree) -> None:
-    """Put each inline or file script on a page once.
+def _page_scripts(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """Each script on a page once; no browser-side MathJax (the math is typeset already), no Thebe.
 
     sphinx-thebe registers its configuration script twice, and a second
-    ``const THEBE_JS_URL`` declaration is a JavaScript error on every page.
+    ``const THEBE_JS_URL`` declaration would be a JavaScript error.
     """
     scripts = context.get("script_files")
     if not scripts:
         return
-    seen, unique = set(), []
+    seen, kept = set(), []
     for script in scripts:
-        key = repr(_script_key(script))
+        filename, attributes = _script_parts(script)
+        if _is_mathjax(app, filename, attributes) or _is_thebe(filename, attributes):
+            continue
+        key = repr((filename or "", sorted((k, str(v)) for k, v in attributes.items() if k != "priority")))
         if key not in seen:
             seen.add(key)
-            unique.append(script)
-    context["script_files"] = unique
+            kept.append(script)
+    context["script_files"] = kept
+    if context.get("css_files"):
+        context["css_files"] = [css for css in context["css_files"] if not _is_thebe(_script_parts(css)[0], {})]
 
 
-def _script_key(script):
+def _script_parts(script):
     # Registry entries are (filename, attributes) pairs, builder entries objects; an
     # inline script's filename is None in one place and "" in the other.
     if isinstance(script, str):
-        filename, attributes = script, {}
-    elif isinstance(script, tuple):
-        filename, attributes = script
-    else:
-        filename, attributes = script.filename, script.attributes
-    return (filename or "", sorted((k, str(v)) for k, v in attributes.items() if k != "priority"))
+        return script, {}
+    if isinstance(script, tuple):
+        return script
+    return script.filename, script.attributes
+
+
+def _is_thebe(filename, attributes) -> bool:
+    return "thebe" in (filename or "") or "THEBE_JS_URL" in str(attributes.get("body", ""))
+
+
+def _is_mathjax(app: Sphinx, filename, attributes) -> bool:
+    if filename and app.config.mathjax_path and filename.split("?")[0].endswith(app.config.mathjax_path):
+        return True
+    return str(attributes.get("body", "")).lstrip().startswith("window.MathJax")
+
+
+# ---- after the build: typeset the math, drop the icon script -------------------------
+
+INLINE_MATH = re.compile(r'<span class="math notranslate nohighlight">\\\((.*?)\\\)</span>', re.S)
+# Display math, and the LaTeX output of a code cell (a SymPy result: "output text_latex math").
+DISPLAY_MATH = re.compile(r'(<div class="(?:output text_latex )?math notranslate nohighlight"[^>]*>)\s*\\\[(.*?)\\\]\s*</div>', re.S)
+ICON_SCRIPT = re.compile(r'\s*<script[^>]*src="[^"]*(?:fontawesome[^"]*all\.min\.js|scripts/fontawesome\.js)[^"]*"[^>]*></script>')
+ICON_PRELOAD = re.compile(r'\s*<link rel="preload" as="font"[^>]*fontawesome[^>]*/>')
+
+
+def _finish(app: Sphinx, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    # Every page, not only those written now: a page left untouched by a failed run is
+    # finished by the next one (each step leaves a finished page as it is).
+    pages = [p for p in Path(app.outdir).rglob("*.html") if "_static" not in p.parts]
+    originals = {page: page.read_text(encoding="utf-8") for page in pages}
+    texts = dict(originals)
+    texts = {page: ICON_PRELOAD.sub("", ICON_SCRIPT.sub("", text)) for page, text in texts.items()}
+    texts = icons.slim_icons(Path(app.outdir), texts)
+    with_math = [page for page, text in texts.items() if INLINE_MATH.search(text) or DISPLAY_MATH.search(text)]
+    if with_math:
+        typeset_pages(app, {page: texts[page] for page in with_math}, texts)
+    for page, text in texts.items():
+        if text != originals[page]:
+            page.write_text(text, encoding="utf-8")
+    purge_stylesheets(app)
+
+
+#: The theme's stylesheets, cut to the rules the site's pages and scripts can match.
+PURGED_CSS = ["styles/bootstrap.css", "styles/pydata-sphinx-theme.css", "styles/sphinx-book-theme.css",
+              "sphinx-design.min.css", "mystnb.*.css", "pygments.css", "togglebutton.css", "proof.css",
+              "exercise.css"]
+
+
+def purge_stylesheets(app: Sphinx) -> None:
+    static = Path(app.outdir) / "_static"
+    css = sorted({str(p) for pattern in PURGED_CSS for p in static.glob(pattern)})
+    content = [str(Path(app.outdir) / "**" / "*.html"), str(static / "**" / "*.js")]
+    result = _node(app, "purge.cjs", {"content": content, "css": css})
+    saved = sum(item["before"] - item["after"] for item in json.loads(result))
+    logger.info(f"offline_assets: unused CSS rules removed, {saved / 1e3:.0f} kB less per page")
+
+
+def _node(app: Sphinx, script: str, request: dict) -> str:
+    env = dict(os.environ, NODE_PATH=str(Path(app.confdir) / "node_modules"))
+    result = subprocess.run(["node", str(ASSETS / script)], input=json.dumps(request), capture_output=True,
+                            text=True, env=env, cwd=app.confdir)
+    if result.returncode != 0:
+        raise ExtensionError(f"offline_assets: {script} failed:\n{result.stderr[-3000:]}")
+    return result.stdout
+
+
+def typeset_pages(app: Sphinx, sources: dict[Path, str], texts: dict[Path, str]) -> None:
+    """Replace each page's TeX with MathJax's HTML (in ``texts``); TeX errors are build errors."""
+    outdir = Path(app.outdir)
+    request_pages, order = [], []
+    for page, text in sources.items():
+        formulas = []
+        for match in _formulas(text):
+            tex, display = match
+            formulas.append({"tex": html.unescape(tex), "display": display})
+        font_url = os.path.relpath(outdir / MATH_FONTS, page.parent).replace(os.sep, "/")
+        request_pages.append({"fontURL": font_url, "formulas": formulas})
+        order.append(page)
+    request = {"macros": _macros(app), "assistive": True, "pages": request_pages}
+    for page, typeset in zip(order, json.loads(_node(app, "typeset.cjs", request))):
+        rel = page.relative_to(outdir)
+        for error in typeset["errors"]:
+            logger.warning(f"TeX error: {error}", location=str(rel), type="math", subtype="tex")
+        texts[page] = _insert(texts[page], typeset)
+
+
+def _formulas(text: str):
+    """The page's TeX, in the order ``_insert`` puts the typeset HTML back."""
+    for match in INLINE_MATH.finditer(text):
+        yield match.group(1), False
+    for match in DISPLAY_MATH.finditer(text):
+        yield match.group(2), True
+
+
+def _insert(text: str, typeset: dict) -> str:
+    rendered = iter(typeset["html"])
+    text = INLINE_MATH.sub(lambda m: f'<span class="math notranslate nohighlight">{next(rendered)}</span>', text)
+    text = DISPLAY_MATH.sub(lambda m: f"{m.group(1)}{next(rendered)}</div>", text)
+    css = re.sub(r"\s*\n\s*", "", typeset["css"])
+    style = f'<style id="MJX-CHTML-styles">{css}</style>'
+    return text.replace("</head>", f"{style}\n</head>", 1)
+
+
+def _macros(app: Sphinx) -> dict:
+    config = app.config.mathjax3_config or {}
+    return dict(config.get("tex", {}).get("macros", {}))
 
 
 def _copy(source: Path, dest: Path) -> None:
@@ -137,5 +244,6 @@ def _copy(source: Path, dest: Path) -> None:
 def setup(app: Sphinx) -> dict:
     # Run after myst-nb and sphinx.ext.mathjax have registered their defaults.
     app.connect("config-inited", _stage, priority=900)
-    app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    app.connect("html-page-context", _page_scripts, priority=900)
+    app.connect("build-finished", _finish)
+    return {"version": "2.0", "parallel_read_safe": True, "parallel_write_safe": False}

@@ -4,6 +4,12 @@ A figure is an anywidget whose synced traits hold the numbers ``companion``
 computed; its ``.js`` file (beside its ``.py``) draws them. Displaying a figure in a
 notebook shows the live widget and, hidden on screen, a PNG of its starting state
 that appears in print and where JavaScript is off.
+
+A figure has one visible caption: on screen it is the numbered caption the chapter
+writes under the figure, so the widget's own caption (``caption`` plus
+``instructions``) is kept for screen readers only; in print and without JavaScript
+the fallback shows ``caption``, which says what the figure shows and nothing about
+dragging or pressing.
 """
 from __future__ import annotations
 
@@ -50,8 +56,12 @@ class Figure(anywidget.AnyWidget):
     :meth:`static_figure`, a matplotlib drawing of the starting state.
     """
 
-    #: The caption shown under the figure.
+    #: What the figure shows, in words that hold on paper too: the caption of the printed
+    #: fallback, and (with :attr:`instructions`) the live figure's caption for screen
+    #: readers. On screen the chapter's own numbered caption is the one a reader sees.
     caption = traitlets.Unicode("").tag(sync=True)
+    #: How to work the live figure ("choose k; drag the orange point"). Never printed.
+    instructions = traitlets.Unicode("").tag(sync=True)
     #: The figure's key numbers in words, for screen readers and the fallback image.
     description = traitlets.Unicode("").tag(sync=True)
 

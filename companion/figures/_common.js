@@ -28,8 +28,7 @@ const FIGURE_CSS = `
 .companion-figure svg text { font: 11px system-ui, sans-serif; fill: #222; }
 .companion-figure .cf-axis-label { font-size: 12px; fill: #111; }
 .companion-figure .cf-readout { min-height: 1.4em; font-variant-numeric: tabular-nums; margin: .2rem 0; }
-.companion-figure .cf-caption { font-size: .92em; color: #333; margin-top: .3rem; }
-.companion-figure .cf-sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
+.companion-figure .cf-sr, .companion-figure .cf-caption { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
   white-space: nowrap; }
 .companion-figure input[type=range] { width: min(16rem, 60vw); }
 `;
@@ -73,7 +72,9 @@ function fraction(m) {
 }
 
 // The frame of a figure: root (with data-figure), controls row, body, readout, live
-// text for screen readers, and caption.
+// text for screen readers, and caption. The caption (what the figure shows, then how to
+// work it) is for screen readers: on screen the chapter's numbered caption is the one
+// a reader sees, and in print the static fallback carries its own.
 function frame(el, name, model) {
   const root = h("figure", { class: "companion-figure", "data-figure": name });
   root.appendChild(h("style", { text: FIGURE_CSS }));
@@ -81,7 +82,8 @@ function frame(el, name, model) {
   const body = h("div", { class: "cf-body" });
   const readout = h("p", { class: "cf-readout", "aria-live": "polite" });
   const live = h("p", { class: "cf-sr cf-description", "aria-live": "polite" });
-  const caption = h("figcaption", { class: "cf-caption", text: model.get("caption") });
+  const words = [model.get("caption"), model.get("instructions")].filter(Boolean).join(" ");
+  const caption = h("figcaption", { class: "cf-caption", text: words });
   [controls, body, readout, live, caption].forEach((n) => root.appendChild(n));
   el.appendChild(root);
   return { root, controls, body, readout, live, caption };

@@ -168,6 +168,8 @@ def position_term(k: int = 4, m: int = 50, d: int = 64, base: float = 10000.0, m
         f"The position-position part of the attention score, PE(m)ᵀ M PE(m+k) / (d/2), at a fixed "
         f"distance k for positions m = 0..{m_max} (sinusoids, d = {d}). With M = I (blue, dashed) it "
         f"is the same at every m; with M = I + R, R a fixed random matrix (entries N(0, {sigma:g}²), "
-        f"seed {seed}; orange), it wobbles with m. Choose k; drag the orange point or use the arrow keys."
+        f"seed {seed}; orange), it wobbles with m."
     )
-    return PositionTerm(**data, k=int(k), m=int(m), caption=caption, description=description)
+    instructions = "Choose k; drag the orange point or use the arrow keys."
+    return PositionTerm(**data, k=int(k), m=int(m), caption=caption, instructions=instructions,
+                        description=description)

@@ -115,7 +115,10 @@ def alibi_heatmap(n_heads: int = 8, n: int = 24, head: int = 0, view: str = "wei
         f"{data['span90'][gentle]} for head {n_heads}, {data['span90'][steep]} for head 1)."
     )
     caption = (
-        "ALiBi adds -m(i - j) to each score under the causal mask. Choose a head and switch "
-        "between scores and softmax weights: steep heads hug the diagonal, gentle heads spread."
+        "ALiBi adds -m(i - j) to each score under the causal mask, one slope per head: steep heads "
+        "keep the softmax weights beside the diagonal, gentle heads spread them along the row."
     )
-    return AlibiHeatmap(**data, head=head, view=view, caption=caption, description=description)
+    instructions = ("Choose a head and switch between scores and softmax weights; click a cell or "
+                    "use the arrow keys to read it.")
+    return AlibiHeatmap(**data, head=head, view=view, caption=caption, instructions=instructions,
+                        description=description)

@@ -99,8 +99,9 @@ def permutation_explorer(seed: int = 0, d: int = 4, order_index: int = 4, causal
         "row only when the same set of tokens stands in front of it as in the order A, B, C."
     )
     caption = (
-        "Reorder the tokens and switch the causal mask on and off: without the mask each token keeps "
-        "its output row whatever the order (permutation equivariance); with it, rows change."
+        "Self-attention over three tokens in a chosen order: without the causal mask each token keeps "
+        "its output row whatever the order (permutation equivariance); with the mask, rows change."
     )
+    instructions = "Choose an order of the tokens and switch the causal mask on and off."
     return PermutationExplorer(**data, order_index=order_index, causal=bool(causal), caption=caption,
-                               description=description)
+                               instructions=instructions, description=description)

@@ -31,7 +31,7 @@ function render({ model, el }) {
   const { root, controls, body, readout, live } = frame(el, "rope_rotation", model);
 
   const thetaText = h("span", { class: "cf-theta" });
-  const shiftButton = h("button", { type: "button", class: "cf-shift", text: "Shift both back one" });
+  const shiftButton = h("button", { type: "button", class: "cf-shift", text: "Move both one later (+1)" });
   controls.append(thetaText, shiftButton);
   Object.assign(body.style, { display: "flex", flexWrap: "wrap", gap: ".5rem 1rem", alignItems: "flex-start" });
   const panel = () => {
@@ -237,7 +237,7 @@ function render({ model, el }) {
       if (low === 0) { setPositions(m, n, `The positions already span 0 to ${maxPos}; nothing to shift.`); return; }
       setPositions(m - low, n - low, `Position ${maxPos} reached: both moved back by ${low}, so the smaller is 0.`);
     } else {
-      setPositions(m + 1, n + 1, "Both moved one position on: both bold arrows turned by θ together.");
+      setPositions(m + 1, n + 1, "Both moved one position later: both bold arrows turned by θ together.");
     }
   });
 

@@ -97,8 +97,12 @@ def rope_rotation_data(q=(0.95, 0.25), k=(0.55, 0.75), m: int = 5, n: int = 2, t
     }
 
 
+#: The label of the button that moves both positions one later (``rope.js`` writes the same).
+SHIFT_LABEL = "Move both one later (+1)"
+
+
 def shifted(m: int, n: int, max_position: int = 15) -> tuple[int, int]:
-    """Where "Shift both back one" takes ``(m, n)``: both one further, or, when one
+    """Where "Move both one later (+1)" takes ``(m, n)``: both one further, or, when one
     would pass ``max_position``, both moved back so that the smaller is 0. ``m - n``
     is kept either way."""
     if max(m, n) + 1 > max_position:
@@ -153,7 +157,7 @@ class RopeRotation(Figure):
             self.score, self.curve = rope_scores(self.q, self.k, self.m, self.n, self.theta, self.max_position)
 
     def shift_both(self) -> None:
-        """What the button "Shift both back one" does (see :func:`companion.figures.rope.shifted`)."""
+        """What the button "Move both one later (+1)" does (see :func:`companion.figures.rope.shifted`)."""
         m, n = shifted(self.m, self.n, self.max_position)
         with self.hold_trait_notifications():
             self.m, self.n = m, n
@@ -199,7 +203,7 @@ def _degrees(v) -> float:
 
 def rope_rotation(q=(0.95, 0.25), k=(0.55, 0.75), m: int = 5, n: int = 2, theta: float = 0.4,
                   max_position: int = 15) -> RopeRotation:
-    """Figure 2: drag ``q``, ``k`` and the positions ``m``, ``n``; shift both and the score stays."""
+    """Figure 2: drag ``q``, ``k`` and the positions ``m``, ``n``; move both and the score stays."""
     data = rope_rotation_data(q=q, k=k, m=m, n=n, theta=theta, max_position=max_position)
     rotated_q, rotated_k = data.pop("rotated_q"), data.pop("rotated_k")
     curve = data["curve"]
@@ -215,7 +219,9 @@ def rope_rotation(q=(0.95, 0.25), k=(0.55, 0.75), m: int = 5, n: int = 2, theta:
     )
     caption = (
         "RoPE on one pair of components (Su et al. 2021): q at position m is turned by mθ, "
-        "k at position n by nθ. Drag the arrows or the positions; \"Shift both back one\" turns both "
-        "bold arrows together and the score point stays put, while changing m − n moves it along the curve."
+        "k at position n by nθ. Moving both positions by the same amount turns both bold arrows "
+        "together and leaves the score where it is; changing m − n moves it along the curve."
     )
-    return RopeRotation(**data, caption=caption, description=description)
+    instructions = (f"Drag the arrows or the positions, or focus them and use the arrow keys; "
+                    f"\"{SHIFT_LABEL}\" moves m and n one position later together.")
+    return RopeRotation(**data, caption=caption, instructions=instructions, description=description)

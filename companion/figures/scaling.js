@@ -100,8 +100,9 @@ function render({ model, el }) {
     "pair index i (fast → slow)"));
   svg.appendChild(s("text", { x: 2, y: top - 9, class: "cf-axis-label" },
     "↑ largest angle at sL ÷ largest angle in training (log scale)"));
+  // The selected pair's outline wraps its bar only (never less than a few pixels tall).
   const cursor = s("rect", { y: top, width: step, height: ph, fill: "none", stroke: PALETTE.orange,
-    "stroke-width": 2.5, class: "cf-cursor" });
+    "stroke-width": 2.5, class: "cf-cursor", "pointer-events": "none" });
   svg.appendChild(cursor);
   for (let i = 0; i < nPairs; i++) {
     const hit = s("rect", { x: x(i), y: top, width: step, height: ph, fill: "transparent", class: "cf-hit",
@@ -138,7 +139,11 @@ function render({ model, el }) {
     const i = model.get("pair");
     const ratio = model.get("ratio")[method][k][i], out = model.get("out")[method][k][i];
     const freq = model.get("scaled_freq")[method][k][i];
-    cursor.setAttribute("x", x(i));
+    const barTop = Math.min(Number(bars[i].getAttribute("y")), yBottom - 4);
+    cursor.setAttribute("x", x(i) + (step - barW) / 2 - 1.5);
+    cursor.setAttribute("width", barW + 3);
+    cursor.setAttribute("y", barTop);
+    cursor.setAttribute("height", yBottom - barTop);
     readout.dataset.pair = String(i);
     readout.dataset.ratio = String(ratio);
     readout.dataset.out = String(out);

@@ -205,7 +205,9 @@ def context_extension(method: str = "none", s: int = 8, pair: int | None = None,
     )
     caption = (
         f"Largest angle each RoPE pair reaches at length sL, relative to training (head dimension {d}, "
-        f"base {base:g}, L = {L:,}). Red bars: slow pairs pushed beyond the angles seen in training; the "
-        "grey band marks pairs with less than one full turn in training. Choose a method and a scale s."
+        f"base {base:g}, L = {L:,}). Vermillion bars: slow pairs pushed beyond the angles seen in "
+        "training; the grey band marks pairs with less than one full turn in training."
     )
-    return ContextExtension(**data, method=method, s=s, pair=int(pair), caption=caption, description=description)
+    instructions = "Choose a method and a scale s; hover a bar or use the arrow keys to read a pair."
+    return ContextExtension(**data, method=method, s=s, pair=int(pair), caption=caption,
+                            instructions=instructions, description=description)

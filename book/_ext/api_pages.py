@@ -1,0 +1,110 @@
+"""One reference page per module of ``companion``, found in the package itself.
+
+Every public module (``companion.rope``, ``companion.figures.rope``, a new
+``companion.lab.*``...) gets a page ``book/api/<module>.md`` holding its
+``automodule``, written when the build starts; a module added to the package gets
+its page with no edit anywhere, and the page of a module that is gone is removed.
+The pages are generated, not committed (``book/api/`` is ignored by git).
+
+``book/api.md`` shows the overview with the directive ``companion-modules``: a table
+of every module with the first line of its docstring, linked to its page. The pages
+are listed under the API page in the book's table of contents (added to what
+``_toc.yml`` says), so they sit below it in the site's navigation.
+
+Order: the modules in ``companion.__all__`` as the package lists them (the order the
+book meets them), then every other module alphabetically, each package before the
+modules inside it.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+
+PACKAGE = "companion"
+FOLDER = "book/api"
+API_PAGE = "book/api"
+
+PAGE = """\
+# `{module}`
+
+```{{eval-rst}}
+.. automodule:: {module}
+   :members:
+```
+"""
+
+
+def public_modules(package: str = PACKAGE) -> list[str]:
+    """Every public module of ``package`` (no part of the name starts with ``_``), in book order."""
+    root = importlib.import_module(package)
+    found = {package}
+    for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            found.add(info.name)
+    listed = [f"{package}.{name}" for name in getattr(root, "__all__", []) if f"{package}.{name}" in found]
+
+    def rank(name: str):
+        top = ".".join(name.split(".")[:2])
+        return (listed.index(top) if top in listed else len(listed), top, name)
+
+    return sorted(found - {package}, key=rank)
+
+
+def write_pages(srcdir: Path, modules: list[str]) -> None:
+    """``book/api/<module>.md`` for each module, touching only pages whose text changes."""
+    folder = srcdir / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    wanted = {f"{module}.md": PAGE.format(module=module) for module in modules}
+    for stale in folder.glob("*.md"):
+        if stale.name not in wanted:
+            stale.unlink()
+    for name, text in wanted.items():
+        path = folder / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+
+
+def _generate(app: Sphinx, config) -> None:
+    """Write the pages and list them under the API page in the table of contents."""
+    from sphinx_external_toc.api import Document, FileItem, TocTree
+
+    site_map = getattr(config, "external_site_map", None)
+    api = site_map.get(API_PAGE) if site_map is not None else None
+    if api is None:  # a book without the API page (a test book): no pages either
+        app.companion_modules = []
+        return
+    modules = public_modules()
+    write_pages(Path(app.srcdir), modules)
+    app.companion_modules = modules
+    pages = [FileItem(f"{FOLDER}/{module}") for module in modules]
+    api.subtrees = [tree for tree in api.subtrees if not set(tree.files()) & set(pages)]
+    api.subtrees.append(TocTree(items=pages))
+    for page in pages:
+        site_map[str(page)] = Document(docname=str(page))
+    # sphinx-external-toc excluded the pages (not in _toc.yml) before they were listed.
+    config.exclude_patterns = [p for p in config.exclude_patterns if not p.startswith(f"{FOLDER}/")]
+
+
+class CompanionModules(SphinxDirective):
+    """The overview table: every module, the first line of its docstring, a link to its page."""
+
+    def run(self) -> list[nodes.Node]:
+        modules = self.env.app.companion_modules
+        # The page is MyST Markdown, so the table is written in MyST: a fenced directive.
+        lines = ["```{autosummary}"] + modules + ["```"]
+        container = nodes.container()
+        self.state.nested_parse(StringList(lines, source="companion-modules"), self.content_offset, container)
+        return container.children
+
+
+def setup(app: Sphinx) -> dict:
+    # After sphinx-external-toc has added its exclusions (priority 900).
+    app.connect("config-inited", _generate, priority=950)
+    app.add_directive("companion-modules", CompanionModules)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

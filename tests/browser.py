@@ -1,0 +1,156 @@
+"""Helpers for looking at the built site in a browser as a reader would.
+
+Used by the site tests (``tests/test_site.py``) and by ``benchmarks/bench_figures.py``:
+the list of pages, what a page weighs as served, whether it scrolls sideways, its
+drawers on a phone, and screenshots for reviewers.
+"""
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The widths a reader's screen has: a laptop and a phone (an iPhone 12 to 15).
+DESKTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+#: Page-weight budgets, bytes as served (uncompressed), for the median page of each kind.
+WIDGET_PAGE_BUDGET = 2_000_000
+OTHER_PAGE_BUDGET = 1_000_000
+#: The tests hold each median this far under its budget, so that a chapter can grow a little.
+HEADROOM = 0.85
+#: No page of any kind may weigh more than this.
+PAGE_CAP = 2_000_000
+
+WIDGET_VIEW = 'type="application/vnd.jupyter.widget-view+json"'
+
+
+def html_pages(site: Path) -> list[str]:
+    """Every page a reader can reach, relative to the site root (index.html only redirects)."""
+    skip = {"genindex.html", "search.html", "index.html", "prf-prf.html"}
+    return sorted(str(p.relative_to(site)) for p in site.rglob("*.html")
+                  if p.name not in skip and "_static" not in p.parts and "_sources" not in p.parts)
+
+
+def has_widgets(site: Path, page_path: str) -> bool:
+    """Whether the page shows an interactive figure."""
+    return WIDGET_VIEW in (site / page_path).read_text(encoding="utf-8")
+
+
+@dataclass
+class Weight:
+    """What one page cost to load: bytes as served, by kind of file."""
+
+    page: str
+    widgets: bool
+    by_kind: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_kind.values())
+
+    @property
+    def budget(self) -> int:
+        return WIDGET_PAGE_BUDGET if self.widgets else OTHER_PAGE_BUDGET
+
+
+def kind_of(url: str) -> str:
+    path = url.split("?", 1)[0]
+    for kind, pattern in (("font", r"\.(woff2?|ttf|otf|eot)$"), ("script", r"\.m?js$"), ("style", r"\.css$"),
+                          ("image", r"\.(png|svg|jpe?g|gif|ico|webp)$")):
+        if re.search(pattern, path):
+            return kind
+    return "html"
+
+
+def measure(browser, base_url: str, page_path: str, site: Path, viewport=DESKTOP) -> Weight:
+    """Load ``page_path`` cold (nothing cached), scrolled to the end, and add up the bytes served."""
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    by_kind: dict[str, int] = {}
+
+    def count(response):
+        if response.url.startswith(base_url) and response.ok:
+            # the local server sends every file whole, uncompressed, with its length
+            size = int(response.headers.get("content-length", 0))
+            kind = kind_of(response.url)
+            by_kind[kind] = by_kind.get(kind, 0) + size
+
+    page.on("response", count)
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base_url)
+               or route.request.url.startswith(("data:", "blob:")) else route.abort())
+    page.goto(base_url + page_path, wait_until="networkidle")
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.wait_for_load_state("networkidle")
+    context.close()
+    return Weight(page_path, has_widgets(site, page_path), by_kind)
+
+
+def summary(weights: list[Weight]) -> dict[str, dict[str, float]]:
+    """Median and largest page of each kind, in bytes."""
+    result = {}
+    for label, chosen in (("widget pages", [w for w in weights if w.widgets]),
+                          ("other pages", [w for w in weights if not w.widgets])):
+        if chosen:
+            totals = [w.total for w in chosen]
+            result[label] = {"pages": len(chosen), "median": statistics.median(totals), "max": max(totals)}
+    return result
+
+
+def horizontal_overflow(page) -> int:
+    """How many CSS pixels the page is wider than the window (0: no sideways scrolling)."""
+    return page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+
+
+def widest_elements(page, limit: int = 5) -> list[str]:
+    """The elements that stick out past the right edge of the window, for a failure message."""
+    return page.evaluate(
+        """(limit) => {
+          const out = [];
+          for (const el of document.querySelectorAll('body *')) {
+            const r = el.getBoundingClientRect();
+            if (r.right > window.innerWidth + 1 && r.width > 0) {
+              let scroller = false;
+              for (let p = el.parentElement; p; p = p.parentElement) {
+                const o = getComputedStyle(p).overflowX;
+                if (o === 'auto' || o === 'scroll' || o === 'hidden') { scroller = true; break; }
+              }
+              if (!scroller) out.push(`${el.tagName.toLowerCase()}.${el.className} (${Math.round(r.right)} px)`);
+            }
+            if (out.length >= limit) break;
+          }
+          return out;
+        }""",
+        limit,
+    )
+
+
+def screenshot_name(page_path: str, label: str) -> str:
+    return page_path.replace("/", "__").removesuffix(".html") + f"--{label}.png"
+
+
+def open_offline(browser, base_url: str, page_path: str, viewport=DESKTOP):
+    """Open a page at ``viewport`` with every request to another host blocked and recorded.
+
+    As ``conftest.open_offline``, in a browser context of its own (so its window has the
+    given size): close it with ``page.context.close()``. Returns ``(page, problems)``.
+    """
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    problems = {"outside": [], "console": [], "http": []}
+
+    def route(request_route):
+        url = request_route.request.url
+        if url.startswith(base_url) or url.startswith(("data:", "blob:")):
+            request_route.continue_()
+        else:
+            problems["outside"].append(url)
+            request_route.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda msg: problems["console"].append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda err: problems["console"].append(f"uncaught: {err}"))
+    page.on("response", lambda r: problems["http"].append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.goto(base_url + page_path, wait_until="networkidle")
+    return page, problems
