@@ -1,6 +1,6 @@
 r"""The lab's experiments: every position scheme in one tiny model, at several seeds.
 
-One model per *arm* (a position scheme with its options, :data:`ARMS`) and per seed,
+One model per *arm* (a position scheme with its options, the ``arms`` of a configuration) and per seed,
 all trained at the same length ``L`` on the same data with the same budget, then:
 
 1. **Extrapolation** (after Press, Smith & Lewis 2022): perplexity on all the
@@ -260,7 +260,7 @@ def retrieval(model, config="reduced", seed: int = 0) -> dict:
     chains at random, so its examples are binned by the depth of the queried chain's first statement into as many equal
     bins as there are depths. Returns ``{task: {"lengths", "depths", "accuracy"
     [per length][per depth], "by_length", "by_depth", "status", "n_examples",
-    "chance"}}`` plus ``"attention_beyond_L"`` (see :func:`attention_shares`).
+    "chance"}}`` plus ``"attention_beyond_L"`` (see ``attention_shares``).
     """
     cfg = get_config(config)
     L, ev, probes = cfg["context_length"], cfg["eval"], cfg["probes"]

@@ -12,8 +12,8 @@ use, such as :mod:`companion.rope` or :mod:`companion.scaling`).
 
 :func:`source_hashes` hashes each of those functions, and the module-level
 constants of their modules, as their syntax tree with docstrings removed
-(``ast.dump``), so comments, docstrings and layout do not count and any change to
-what the code does does. :func:`fingerprint` is one SHA-256 over them all. The
+(``ast.dump``), so comments, docstrings and layout do not count, while any change
+to what the code does counts. :func:`fingerprint` is one SHA-256 over them all. The
 experiments store both with their results, and a test recomputes them: it fails,
 naming the functions that changed, when the stored results are stale.
 """

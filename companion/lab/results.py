@@ -50,7 +50,7 @@ class LabResults:
 
 
 def load_results(folder=None) -> LabResults:
-    """Read the stored results from ``folder`` (default :data:`STORED`, the package's own).
+    """Read the stored results from ``folder`` (default ``STORED``, the package's own).
 
     ``ValueError`` if a seed file, ``lr_sweep.json`` or ``summary.json`` is missing,
     or if the files disagree about the configuration or the code fingerprint.
