@@ -368,7 +368,7 @@ def grade(autograder: Path, submission: Path, timeout: float | None = None) -> d
     with tempfile.TemporaryDirectory() as out:
         command = [sys.executable, "-m", "otter", "run", "--no-logo", "-a", str(Path(autograder).resolve()),
                    "-o", out, str(submission.resolve())]
-        # A session of its own, so that a timeout stops the kernel that otter starts too.
+        # Its own process group, so that a timeout stops the kernel that otter starts too.
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    cwd=out, start_new_session=True)
         try:
