@@ -66,25 +66,20 @@ def kind_of(url: str) -> str:
 
 def measure(browser, base_url: str, page_path: str, site: Path, viewport=DESKTOP) -> Weight:
     """Load ``page_path`` cold (nothing cached), scrolled to the end, and add up the bytes served."""
-    context = browser.new_context(viewport=viewport)
-    page = context.new_page()
-    by_kind: dict[str, int] = {}
+    served: dict[str, int] = {}
+    page, _ = open_offline(browser, base_url, page_path, viewport=viewport, served=served)
+    settle_at_the_end(page)
+    page.context.close()
+    return Weight(page_path, has_widgets(site, page_path), served)
 
-    def count(response):
-        if response.url.startswith(base_url) and response.ok:
-            # the local server sends every file whole, uncompressed, with its length
-            size = int(response.headers.get("content-length", 0))
-            kind = kind_of(response.url)
-            by_kind[kind] = by_kind.get(kind, 0) + size
 
-    page.on("response", count)
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base_url)
-               or route.request.url.startswith(("data:", "blob:")) else route.abort())
-    page.goto(base_url + page_path, wait_until="networkidle")
-    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
-    page.wait_for_load_state("networkidle")
-    context.close()
-    return Weight(page_path, has_widgets(site, page_path), by_kind)
+def settle_at_the_end(page) -> None:
+    """Scroll to the end of the page at once (not smoothly, as the theme would) and wait until it has everything it asks for: every
+    image (those further down too) and every font it uses loaded."""
+    page.evaluate("window.scrollTo({top: document.body.scrollHeight, behavior: 'instant'})")
+    page.wait_for_function("""() => document.readyState === 'complete'
+        && [...document.images].every((image) => image.complete)
+        && document.fonts.status === 'loaded'""", polling=50)
 
 
 def summary(weights: list[Weight]) -> dict[str, dict[str, float]]:
@@ -130,27 +125,52 @@ def screenshot_name(page_path: str, label: str) -> str:
     return page_path.replace("/", "__").removesuffix(".html") + f"--{label}.png"
 
 
-def open_offline(browser, base_url: str, page_path: str, viewport=DESKTOP):
-    """Open a page at ``viewport`` with every request to another host blocked and recorded.
+#: How the tests launch Chromium. Every request to a host other than the local server
+#: goes to a proxy that is not there (port 9, the discard port, on this machine; the
+#: loopback addresses always bypass a proxy), so nothing leaves the machine, and
+#: :func:`open_offline` records each such request as a problem.
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--proxy-server=http://127.0.0.1:9",
+]
 
-    As ``conftest.open_offline``, in a browser context of its own (so its window has the
-    given size): close it with ``page.context.close()``. Returns ``(page, problems)``.
+
+def open_offline(browser, base_url: str, page_path: str, viewport=DESKTOP, served: dict | None = None):
+    """Open a page at ``viewport``, in a browser context of its own (close it with
+    ``page.context.close()``), and record what goes wrong while it is open.
+
+    Returns ``(page, problems)``; ``problems`` collects, as they happen, requests to any
+    host other than the local server (which never leave the machine: ``CHROMIUM_FLAGS``),
+    console errors and uncaught exceptions, and HTTP errors. With ``served``, a dict, it
+    also adds up the bytes the local server sends, by kind of file (:func:`kind_of`).
+    The page is returned when it has loaded (the ``load`` event).
     """
     context = browser.new_context(viewport=viewport)
     page = context.new_page()
     problems = {"outside": [], "console": [], "http": []}
 
-    def route(request_route):
-        url = request_route.request.url
-        if url.startswith(base_url) or url.startswith(("data:", "blob:")):
-            request_route.continue_()
-        else:
-            problems["outside"].append(url)
-            request_route.abort()
+    def record_outside(request):
+        if not request.url.startswith((base_url, "data:", "blob:")):
+            problems["outside"].append(request.url)
 
-    page.route("**/*", route)
+    def record_response(response):
+        if response.status >= 400:
+            problems["http"].append(f"{response.status} {response.url}")
+        elif served is not None and response.url.startswith(base_url):
+            # the local server sends every file whole, uncompressed, with its length
+            kind = kind_of(response.url)
+            served[kind] = served.get(kind, 0) + int(response.headers.get("content-length", 0))
+
+    page.on("request", record_outside)
     page.on("console", lambda msg: problems["console"].append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda err: problems["console"].append(f"uncaught: {err}"))
-    page.on("response", lambda r: problems["http"].append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    page.goto(base_url + page_path, wait_until="networkidle")
+    page.on("response", record_response)
+    page.goto(base_url + page_path, wait_until="load")
     return page, problems

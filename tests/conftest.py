@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from browser import CHROMIUM_FLAGS, open_offline  # noqa: F401  (the tests import them from here too)
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_HTML = ROOT / "_build" / "html"
 JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
@@ -129,18 +131,6 @@ def chromium_path() -> str | None:
     return os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
 @pytest.fixture(scope="session")
 def browser():
     """Debian's Chromium driven by Playwright (no browser download)."""
@@ -185,31 +175,6 @@ def site_server(built_site):
     stop()
 
 
-def open_offline(browser, base_url: str, page_path: str):
-    """Open a page with every request to another host blocked and recorded.
-
-    Returns ``(page, problems)``; ``problems`` collects outside requests, console
-    errors (and uncaught exceptions) and HTTP errors as they happen.
-    """
-    page = browser.new_page()
-    problems = {"outside": [], "console": [], "http": []}
-
-    def route(request_route):
-        url = request_route.request.url
-        if url.startswith(base_url) or url.startswith("data:") or url.startswith("blob:"):
-            request_route.continue_()
-        else:
-            problems["outside"].append(url)
-            request_route.abort()
-
-    page.route("**/*", route)
-    page.on("console", lambda msg: problems["console"].append(msg.text) if msg.type == "error" else None)
-    page.on("pageerror", lambda err: problems["console"].append(f"uncaught: {err}"))
-    page.on("response", lambda r: problems["http"].append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    page.goto(base_url + page_path, wait_until="networkidle")
-    return page, problems
-
-
 FIGURES_PAGE = "book/figures.html"
 
 
@@ -246,7 +211,7 @@ def open_figure(browser, request, tmp_path_factory):
 
     yield _open
     for page in opened:
-        page.close()
+        page.context.close()
     for stop in stops:
         stop()
 

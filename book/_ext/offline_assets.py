@@ -10,15 +10,20 @@ offline and light:
   page's saved widget state. ``assets/anywidget-static.js`` (a few kilobytes) draws
   them from that state, in place of the general widget manager; it is loaded
   ``defer`` so it never blocks the page.
-* **Math.** The TeX is typeset when the book is built, by MathJax itself (npm
-  ``mathjax-full``, pinned in ``package.json``; ``assets/typeset.cjs``), so a page
-  carries HTML, a stylesheet for the characters it uses and MathJax's fonts, not the
-  1.2 MB script. A TeX error fails the build.
+* **Math.** The TeX is typeset when the book is built, as MathML, by Temml (npm
+  ``temml``, pinned in ``package.json``; ``assets/typeset.cjs``): the browser lays
+  MathML out itself and screen readers read it, so a page carries no typesetting
+  script, and MathML is a fifth the size of MathJax's HTML output. The glyphs come from
+  STIX Two Math (npm ``@fontsource/stix-two-math``, SIL Open Font License), cut with
+  fontTools to the characters the site uses (about 35 kB; :func:`subset_math_font`),
+  with Temml's stylesheet for MathML in the browsers. A TeX error fails the build.
 * **Icons.** The theme draws its icons with Font Awesome's CSS and web fonts; its
   1.5 MB script version of the same icons is taken off the pages, and the CSS and
   fonts are cut down to the icons the site shows (``icons.py``).
 * **No Thebe.** The launch menu has no "Live Code" (``launch_buttons.thebe: false``);
   sphinx-thebe's files, which Jupyter Book adds anyway, are left off the pages.
+* **Plots.** The notebooks' SVG plots are slimmed with SVGO (``assets/slim_svg.cjs``):
+  fewer decimals and no metadata, the same drawing at half the bytes.
 * **Unused CSS.** The theme's stylesheets (Bootstrap's above all) are cut to the rules
   the site's pages and scripts can match, with PurgeCSS (``assets/purge.cjs``).
 * **Look.** ``assets/book.css`` (phone layout, wrapping, dropdowns),
@@ -53,13 +58,18 @@ ASSETS = Path(__file__).parent / "assets"
 
 # (path under node_modules, path under _static/vendor); directories are copied whole.
 NPM_FILES = [
-    ("mathjax-full/es5/output/chtml/fonts/woff-v2", "mathjax/woff-v2"),
+    ("@fontsource/stix-two-math/LICENSE", "math/OFL.txt"),
 ]
+#: The math font, whole (cut to the site's characters at the end of the build), and
+#: Temml's stylesheet for it, which is served as MATH_CSS with the font's address changed.
+MATH_FONT_SOURCE = "@fontsource/stix-two-math/files/stix-two-math-latin-400-normal.woff"
+TEMML_CSS = "temml/dist/Temml-STIX2.css"
 #: Files of this extension served with the site (under _static/vendor).
 SITE_FILES = ["anywidget-static.js", "book.css", "book.js"]
 FAVICON = "book/_ext/assets/favicon.svg"
 WIDGET_LOADER = f"{VENDOR}/anywidget-static.js"
-MATH_FONTS = f"_static/{VENDOR}/mathjax/woff-v2"
+MATH_CSS = f"_static/{VENDOR}/math/temml.css"
+MATH_FONT = f"_static/{VENDOR}/math/book-math.woff"
 
 
 def stage_vendor(root: Path, vendor: Path) -> None:
@@ -68,7 +78,7 @@ def stage_vendor(root: Path, vendor: Path) -> None:
     Used by the book build below and by ``tools/preview_figure.py``.
     """
     node_modules = root / "node_modules"
-    if not (node_modules / "mathjax-full").is_dir():
+    if not (node_modules / "temml").is_dir() or not (node_modules / MATH_FONT_SOURCE).is_file():
         raise ExtensionError(
             "offline_assets: node_modules/ is missing or out of date; run `npm ci` in the repository "
             "root (the README's build command does this for you)"
@@ -80,6 +90,18 @@ def stage_vendor(root: Path, vendor: Path) -> None:
         _copy(node_modules / source, vendor / dest)
     for name in SITE_FILES:
         _copy(ASSETS / name, vendor / name)
+    (vendor / "math" / "temml.css").write_text(math_stylesheet(node_modules / TEMML_CSS), encoding="utf-8")
+
+
+def math_stylesheet(temml_css: Path) -> str:
+    """Temml's stylesheet for STIX Two Math, with the font served by the site (cut to its
+    characters, :func:`subset_math_font`) and never a copy installed on the reader's machine,
+    so that every reader sees the same glyphs."""
+    css = temml_css.read_text(encoding="utf-8")
+    font_face = re.compile(r"src:\s*local\('STIXTwoMath'\),\s*url\('\./STIXTwoMath\.woff2'\);")
+    if not font_face.search(css):
+        raise ExtensionError(f"offline_assets: {temml_css} no longer has the @font-face this extension rewrites")
+    return font_face.sub(f"src: url('{Path(MATH_FONT).name}') format('woff');", css)
 
 
 def _stage(app: Sphinx, config) -> None:
@@ -162,6 +184,8 @@ def _finish(app: Sphinx, exception) -> None:
     for page, text in texts.items():
         if text != originals[page]:
             page.write_text(text, encoding="utf-8")
+    subset_math_font(Path(app.confdir) / "node_modules" / MATH_FONT_SOURCE, texts.values(), Path(app.outdir) / MATH_FONT)
+    slim_plots(app)
     purge_stylesheets(app)
 
 
@@ -169,6 +193,16 @@ def _finish(app: Sphinx, exception) -> None:
 PURGED_CSS = ["styles/bootstrap.css", "styles/pydata-sphinx-theme.css", "styles/sphinx-book-theme.css",
               "sphinx-design.min.css", "mystnb.*.css", "pygments.css", "togglebutton.css", "proof.css",
               "exercise.css"]
+
+
+def slim_plots(app: Sphinx) -> None:
+    """The notebooks' SVG plots, slimmed in place with SVGO (``assets/slim_svg.cjs``)."""
+    plots = sorted(str(p) for p in (Path(app.outdir) / "_images").glob("*.svg"))
+    if plots:
+        result = json.loads(_node(app, "slim_svg.cjs", {"files": plots}))
+        saved = sum(item["before"] - item["after"] for item in result)
+        if saved:
+            logger.info(f"offline_assets: {len(plots)} plots slimmed, {saved / 1e3:.0f} kB less")
 
 
 def purge_stylesheets(app: Sphinx) -> None:
@@ -190,40 +224,62 @@ def _node(app: Sphinx, script: str, request: dict) -> str:
 
 
 def typeset_pages(app: Sphinx, sources: dict[Path, str], texts: dict[Path, str]) -> None:
-    """Replace each page's TeX with MathJax's HTML (in ``texts``); TeX errors are build errors."""
+    """Replace each page's TeX with MathML (in ``texts``); TeX errors are build errors."""
     outdir = Path(app.outdir)
     request_pages, order = [], []
     for page, text in sources.items():
-        formulas = []
-        for match in _formulas(text):
-            tex, display = match
-            formulas.append({"tex": html.unescape(tex), "display": display})
-        font_url = os.path.relpath(outdir / MATH_FONTS, page.parent).replace(os.sep, "/")
-        request_pages.append({"fontURL": font_url, "formulas": formulas})
+        formulas = [{"tex": html.unescape(tex), "display": display} for tex, display in _formulas(text)]
+        request_pages.append({"formulas": formulas})
         order.append(page)
-    request = {"macros": _macros(app), "assistive": True, "pages": request_pages}
+    request = {"macros": _macros(app), "pages": request_pages}
     for page, typeset in zip(order, json.loads(_node(app, "typeset.cjs", request))):
         rel = page.relative_to(outdir)
         for error in typeset["errors"]:
             logger.warning(f"TeX error: {error}", location=str(rel), type="math", subtype="tex")
-        texts[page] = _insert(texts[page], typeset)
+        stylesheet = os.path.relpath(outdir / MATH_CSS, page.parent).replace(os.sep, "/")
+        texts[page] = _insert(texts[page], typeset["html"], stylesheet)
 
 
 def _formulas(text: str):
-    """The page's TeX, in the order ``_insert`` puts the typeset HTML back."""
+    """The page's TeX, in the order ``_insert`` puts the MathML back."""
     for match in INLINE_MATH.finditer(text):
         yield match.group(1), False
     for match in DISPLAY_MATH.finditer(text):
         yield match.group(2), True
 
 
-def _insert(text: str, typeset: dict) -> str:
-    rendered = iter(typeset["html"])
+def _insert(text: str, mathml: list[str], stylesheet: str) -> str:
+    rendered = iter(mathml)
     text = INLINE_MATH.sub(lambda m: f'<span class="math notranslate nohighlight">{next(rendered)}</span>', text)
     text = DISPLAY_MATH.sub(lambda m: f"{m.group(1)}{next(rendered)}</div>", text)
-    css = re.sub(r"\s*\n\s*", "", typeset["css"])
-    style = f'<style id="MJX-CHTML-styles">{css}</style>'
-    return text.replace("</head>", f"{style}\n</head>", 1)
+    return text.replace("</head>", f'<link rel="stylesheet" href="{stylesheet}" />\n</head>', 1)
+
+
+#: Characters the browser may draw for a letter in ``<mi>`` although the MathML has the
+#: plain letter: a one-letter identifier is set in mathematical italic (MathML Core's
+#: ``math-auto`` text transform), so the font keeps the italic Latin and Greek alphabets.
+MATH_ITALIC = {0x210E, *range(0x1D434, 0x1D468), *range(0x1D6E2, 0x1D71C)}
+MATHML = re.compile(r"<math\b.*?</math>", re.S)
+
+
+def subset_math_font(source: Path, pages, dest: Path) -> None:
+    """Write to ``dest`` the math font cut to the characters of every page's MathML, keeping
+    its OpenType MATH table (the stretchy and large variants of the characters kept)."""
+    from fontTools import subset
+
+    characters = set()
+    for text in pages:
+        for formula in MATHML.findall(text):
+            characters |= set(html.unescape(re.sub(r"<[^>]+>", "", formula)))
+    options = subset.Options()
+    options.layout_features = ["*"]
+    options.flavor = "woff"
+    font = subset.load_font(str(source), options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes={ord(c) for c in characters if not c.isspace()} | MATH_ITALIC)
+    subsetter.subset(font)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    subset.save_font(font, str(dest), options)
 
 
 def _macros(app: Sphinx) -> dict:

@@ -16,7 +16,7 @@ process.stdin.on("end", async () => {
   const results = await new PurgeCSS().purge({
     content: request.content,
     css: request.css,
-    safelist: { standard: [/^data-/, /^mjx-/], greedy: [/data-theme/, /data-mode/] },
+    safelist: { standard: [/^data-/], greedy: [/data-theme/, /data-mode/] },
   });
   const sizes = [];
   for (const result of results) {

@@ -1,50 +1,32 @@
-// Typeset the book's TeX at build time with MathJax (npm mathjax-full, pinned in
-// package.json), so that a page ships HTML and a few small fonts instead of a 1 MB
-// script that typesets in the reader's browser.
+// Typeset the book's TeX at build time as MathML, with Temml (npm temml, pinned in
+// package.json), so that a page ships MathML, which every current browser lays out
+// itself and screen readers read, instead of a script that typesets in the browser.
 //
 // Called by book/_ext/offline_assets.py: reads on stdin
-//   {"macros": {...}, "assistive": true, "pages": [{"fontURL": "...", "formulas": [{"tex": "...", "display": false}]}]}
-// and writes on stdout, per page, the HTML of each formula (CommonHTML output, with
-// MathML for screen readers) and the CSS that page needs (only the characters it uses),
-// plus every TeX error, so that the build can fail on it.
+//   {"macros": {"Attn": "\\operatorname{Attn}", ...}, "pages": [{"formulas": [{"tex": "...", "display": false}]}]}
+// and writes on stdout, per page, the MathML of each formula and every TeX error, so
+// that the build can fail on it.
 "use strict";
-const { mathjax } = require("mathjax-full/js/mathjax.js");
-const { TeX } = require("mathjax-full/js/input/tex.js");
-const { CHTML } = require("mathjax-full/js/output/chtml.js");
-const { liteAdaptor } = require("mathjax-full/js/adaptors/liteAdaptor.js");
-const { RegisterHTMLHandler } = require("mathjax-full/js/handlers/html.js");
-const { AssistiveMmlHandler } = require("mathjax-full/js/a11y/assistive-mml.js");
-const { AllPackages } = require("mathjax-full/js/input/tex/AllPackages.js");
+const temml = require("temml");
 
-// The packages the browser build of MathJax has (loaded or autoloaded), without those
-// that hide mistakes (noerrors, noundefined) or redefine common commands (physics).
-const LEFT_OUT = new Set(["noerrors", "noundefined", "physics", "colorv2", "autoload", "require"]);
-const PACKAGES = AllPackages.filter((name) => !LEFT_OUT.has(name));
+function typeset(formula, macros, errors, index) {
+  const options = { displayMode: formula.display, macros: { ...macros }, throwOnError: true };
+  try {
+    return temml.renderToString(formula.tex, options);
+  } catch (error) {
+    errors.push(`formula ${index + 1} (${formula.tex.trim().slice(0, 80)}): ${error.message.trim()}`);
+    return temml.renderToString(formula.tex, { ...options, throwOnError: false });
+  }
+}
 
 function main(request) {
-  const adaptor = liteAdaptor();
-  const handler = RegisterHTMLHandler(adaptor);
-  if (request.assistive) AssistiveMmlHandler(handler);
+  // Temml names a macro with its backslash; the book's configuration does not.
+  const macros = Object.fromEntries(
+    Object.entries(request.macros || {}).map(([name, body]) => [name.startsWith("\\") ? name : `\\${name}`, body]));
   return request.pages.map((page) => {
     const errors = [];
-    const tex = new TeX({
-      packages: PACKAGES,
-      macros: request.macros || {},
-      formatError(jax, error) {
-        errors.push(error.message);
-        return jax.formatError(error);
-      },
-    });
-    const chtml = new CHTML({ fontURL: page.fontURL, adaptiveCSS: true });
-    const document = mathjax.document("", { InputJax: tex, OutputJax: chtml });
-    const html = page.formulas.map((formula, index) => {
-      const before = errors.length;
-      const node = document.convert(formula.tex, { display: formula.display, em: 16, ex: 8, containerWidth: 720 });
-      for (let i = before; i < errors.length; i++) errors[i] = `formula ${index + 1} (${formula.tex.trim().slice(0, 80)}): ${errors[i]}`;
-      return adaptor.outerHTML(node);
-    });
-    const css = adaptor.textContent(chtml.styleSheet(document));
-    return { html, css, errors };
+    const html = page.formulas.map((formula, index) => typeset(formula, macros, errors, index));
+    return { html, errors };
   });
 }
 
