@@ -252,13 +252,14 @@ def score_terms(e, pe, w_q, w_k) -> dict:
     if w_k.shape != w_q.shape:
         raise ValueError(f"w_k must have the shape of w_q {w_q.shape}, got {w_k.shape}")
     M = w_q @ w_k.T
-    terms = {
-        "content_content": e @ M @ e.T,
-        "content_position": e @ M @ pe.T,
-        "position_content": pe @ M @ e.T,
-        "position_position": pe @ M @ pe.T,
-    }
-    terms["total"] = sum(terms.values())
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        terms = {
+            "content_content": e @ M @ e.T,
+            "content_position": e @ M @ pe.T,
+            "position_content": pe @ M @ e.T,
+            "position_position": pe @ M @ pe.T,
+        }
+        terms["total"] = sum(terms.values())
     _checks.finite_result("e and pe", terms["total"], "the four terms must stay finite: scale e and pe down")
     return terms
 

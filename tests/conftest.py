@@ -6,15 +6,18 @@ by whichever worker needs it first (:func:`once_per_run`).
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import http.server
 import json
 import os
 import shutil
+import signal
 import socketserver
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -61,15 +64,46 @@ def once_per_run(name: str, produce, tmp_path_factory):
         return value
 
 
+#: Whether this run has tests that read the PDF (set at collection, the same in every worker).
+PDF_WANTED = False
+TEX_TOOLS = ("xelatex", "latexmk", "rsvg-convert", "pdfinfo", "pdftotext")
+
+
+def pdf_folder(tmp_path_factory) -> Path:
+    """Where this run builds the PDF: shared by the pytest-xdist workers."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "pdf"
+
+
+def start_pdf_build(out: Path) -> None:
+    """Start ``make pdf``'s build in the background, from the site's build (its executed and
+    parsed pages are copied, so nothing runs or is read twice), so that XeLaTeX's minutes
+    overlap the tests that need no PDF. Its output goes to ``out/build.log`` and its exit
+    status, when it ends, to ``out/returncode`` (tests/test_pdf.py waits for that file), and
+    the time it started to ``out/started``."""
+    for folder in (".jupyter_cache", ".doctrees"):
+        shutil.copytree(ROOT / "_build" / folder, out / "_build" / folder)
+    command = [str(JUPYTER_BOOK), "build", str(ROOT), "--builder", "pdflatex", "-W", "-n", "--keep-going",
+               "--path-output", str(out)]
+    (out / "started").write_text(str(time.time()))
+    script = f'"$@" > {out / "build.log"} 2>&1; echo $? > {out / "returncode"}'
+    process = subprocess.Popen(["bash", "-c", script, "pdf-build", *command], cwd=ROOT, start_new_session=True,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    atexit.register(lambda: process.poll() is None and os.killpg(process.pid, signal.SIGTERM))
+
+
 @pytest.fixture(scope="session")
 def book_build(tmp_path_factory) -> dict:
     """Build the whole book once per test run, as ``make book`` does; returns its exit
     status and the end of its output. Notebook execution is cached in
     ``_build/.jupyter_cache``, so a rebuild after a small change takes seconds, and the
-    lesson tests read what the build executed (tests/test_lessons.py)."""
+    lesson tests read what the build executed (tests/test_lessons.py). When the run
+    has PDF tests and TeX is installed, the PDF build starts as soon as this one is done."""
 
     def produce():
         result = build_book(ROOT)
+        if result.returncode == 0 and PDF_WANTED and all(shutil.which(tool) for tool in TEX_TOOLS):
+            start_pdf_build(pdf_folder(tmp_path_factory))
         return {"returncode": result.returncode, "log": result.stdout[-6000:] + result.stderr[-4000:]}
 
     return once_per_run("book-build", produce, tmp_path_factory)
@@ -106,6 +140,12 @@ def graded_lesson(item) -> str | None:
 
 
 def pytest_collection_modifyitems(items):
+    global PDF_WANTED
+    PDF_WANTED = any(item.get_closest_marker("pdf") for item in items)
+    _order(items)
+
+
+def _order(items):
     """An order that keeps every pytest-xdist worker busy (it changes nothing else):
     first one test that needs the book, so that a worker starts the build at once; then
     the tests that need no build, those that read one lesson's grades next to each

@@ -1,7 +1,8 @@
 """The book as one PDF (make pdf): Jupyter Book's LaTeX builder with XeLaTeX.
 
 Built once per run from the site's build (its execution cache and parsed pages are
-copied, so nothing runs or is read twice), in a folder of its own. Checks: every chapter's title
+copied, so nothing runs or is read twice), in a folder of its own, in the background
+from the moment the site is built (tests/conftest.py), while other tests run. Checks: every chapter's title
 is in the table of contents, numbered as in the book; no "??" (an unresolved reference)
 and no undefined reference or citation; every figure file LaTeX includes exists, and each
 chapter with an interactive figure prints its static fallback image; no character is
@@ -22,14 +23,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import JUPYTER_BOOK, ROOT
+from conftest import ROOT, TEX_TOOLS, pdf_folder
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from editions import NUMBERED_TITLE, PDF_NAME  # noqa: E402
 
 pytestmark = pytest.mark.pdf
 
-TEX_TOOLS = ("xelatex", "latexmk", "rsvg-convert", "pdfinfo", "pdftotext")
 LESSONS = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -45,25 +45,26 @@ def normal(text: str) -> str:
 
 @pytest.fixture(scope="session")
 def built_pdf(built_site, tmp_path_factory):
+    """The PDF, built in the background as soon as the site was (conftest.start_pdf_build)."""
     missing = [tool for tool in TEX_TOOLS if shutil.which(tool) is None]
     if missing:
         message = f"TeX tools missing ({', '.join(missing)}): install them with tools/install_tex.sh"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    out = tmp_path_factory.mktemp("pdf")
-    for folder in (".jupyter_cache", ".doctrees"):  # the site's executed and parsed pages
-        shutil.copytree(ROOT / "_build" / folder, out / "_build" / folder)
-    start = time.monotonic()
-    result = subprocess.run(
-        [str(JUPYTER_BOOK), "build", str(ROOT), "--builder", "pdflatex", "-W", "-n", "--keep-going",
-         "--path-output", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    seconds = time.monotonic() - start
+    out = pdf_folder(tmp_path_factory)
+    returncode = out / "returncode"
+    deadline = time.monotonic() + 1800
+    while not returncode.is_file():
+        if not (out / "started").is_file() or time.monotonic() > deadline:
+            pytest.fail(f"the PDF build did not start or did not end (see {out})")
+        time.sleep(1)
+    seconds = returncode.stat().st_mtime - float((out / "started").read_text())
+    log = (out / "build.log").read_text(errors="replace")
     latex = out / "_build" / "latex"
-    if result.returncode != 0 or not (latex / PDF_NAME).is_file():
-        pytest.fail("the PDF build failed:\n" + result.stdout[-6000:] + result.stderr[-4000:])
-    assert "Executing notebook" not in result.stdout + result.stderr, \
+    if returncode.read_text().strip() != "0" or not (latex / PDF_NAME).is_file():
+        pytest.fail("the PDF build failed:\n" + log[-10000:])
+    assert "Executing notebook" not in log, \
         "the PDF build executed notebooks again instead of reusing the site's results"
     text = subprocess.run(["pdftotext", "-enc", "UTF-8", str(latex / PDF_NAME), "-"],
                           capture_output=True, text=True, check=True).stdout

@@ -220,7 +220,14 @@ def test_dark_mode_and_search(browser, site_server):
         page.goto(site_server + "search.html?q=YaRN", wait_until="networkidle")
         results = page.locator("#search-results li")
         results.first.wait_for(timeout=15000)
+        page.wait_for_function("document.querySelector('#search-results .search-summary') !== null")
         assert results.count() >= 5
+        # the chapters and the glossary come before the API entries named after YaRN
+        links = [link.get_attribute("href") for link in page.locator("#search-results li > a").all()]
+        first_api = next(i for i, href in enumerate(links) if "book/api/" in href)
+        before = links[:first_api]
+        assert any("lessons/06_beyond_training_length" in href for href in before), links[:8]
+        assert any("book/glossary" in href for href in before), links[:8]
         summaries = " ".join(page.locator("#search-results p.context").all_inner_texts())
         assert "\\(" not in summaries and "\\[" not in summaries
         assert problems == CLEAN, problems
