@@ -17,7 +17,6 @@ import socketserver
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -76,19 +75,12 @@ def pdf_folder(tmp_path_factory) -> Path:
 
 
 def start_pdf_build(out: Path) -> None:
-    """Start ``make pdf``'s build in the background, from the site's build (its executed and
-    parsed pages are copied, so nothing runs or is read twice), so that XeLaTeX's minutes
-    overlap the tests that need no PDF. Its output goes to ``out/build.log`` and its exit
-    status, when it ends, to ``out/returncode`` (tests/test_pdf.py waits for that file), and
-    the time it started to ``out/started``."""
-    for folder in (".jupyter_cache", ".doctrees"):
-        shutil.copytree(ROOT / "_build" / folder, out / "_build" / folder)
-    command = [str(JUPYTER_BOOK), "build", str(ROOT), "--builder", "pdflatex", "-W", "-n", "--keep-going",
-               "--path-output", str(out)]
-    (out / "started").write_text(str(time.time()))
-    script = f'"$@" > {out / "build.log"} 2>&1; echo $? > {out / "returncode"}'
-    process = subprocess.Popen(["bash", "-c", script, "pdf-build", *command], cwd=ROOT, start_new_session=True,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """Start the PDF build (tests/pdf_build.py) in the background, so that XeLaTeX's minutes
+    overlap the tests that need no PDF; tests/test_pdf.py waits for its ``returncode`` file."""
+    out.mkdir(parents=True)
+    process = subprocess.Popen([sys.executable, str(ROOT / "tests" / "pdf_build.py"), str(out)], cwd=ROOT,
+                               start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     atexit.register(lambda: process.poll() is None and os.killpg(process.pid, signal.SIGTERM))
 
 

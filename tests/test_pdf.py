@@ -45,7 +45,8 @@ def normal(text: str) -> str:
 
 @pytest.fixture(scope="session")
 def built_pdf(built_site, tmp_path_factory):
-    """The PDF, built in the background as soon as the site was (conftest.start_pdf_build)."""
+    """The PDF, built in the background as soon as the site was (conftest.start_pdf_build,
+    tests/pdf_build.py)."""
     missing = [tool for tool in TEX_TOOLS if shutil.which(tool) is None]
     if missing:
         message = f"TeX tools missing ({', '.join(missing)}): install them with tools/install_tex.sh"
@@ -54,12 +55,15 @@ def built_pdf(built_site, tmp_path_factory):
         pytest.skip(message)
     out = pdf_folder(tmp_path_factory)
     returncode = out / "returncode"
+    if not out.is_dir():
+        pytest.fail("the PDF build was not started with the site's build (conftest.book_build)")
     deadline = time.monotonic() + 1800
     while not returncode.is_file():
-        if not (out / "started").is_file() or time.monotonic() > deadline:
+        if time.monotonic() > deadline:
             pytest.fail(f"the PDF build did not start or did not end (see {out})")
         time.sleep(1)
     seconds = returncode.stat().st_mtime - float((out / "started").read_text())
+    reused = (out / "reused").is_file()
     log = (out / "build.log").read_text(errors="replace")
     latex = out / "_build" / "latex"
     if returncode.read_text().strip() != "0" or not (latex / PDF_NAME).is_file():
@@ -70,7 +74,7 @@ def built_pdf(built_site, tmp_path_factory):
                           capture_output=True, text=True, check=True).stdout
     info = subprocess.run(["pdfinfo", str(latex / PDF_NAME)], capture_output=True, text=True, check=True).stdout
     pages = int(re.search(r"^Pages:\s+(\d+)", info, re.MULTILINE).group(1))
-    return {"folder": latex, "text": text, "pages": pages, "seconds": seconds,
+    return {"folder": latex, "text": text, "pages": pages, "seconds": seconds, "reused": reused,
             "tex": (latex / PDF_NAME).with_suffix(".tex").read_text(),
             "log": (latex / PDF_NAME).with_suffix(".log").read_text(errors="replace")}
 
@@ -79,7 +83,8 @@ def test_every_chapter_is_in_the_contents_with_its_number(built_pdf, capsys):
     pdf = built_pdf["folder"] / PDF_NAME
     with capsys.disabled():
         print(f"\nPDF: {built_pdf['pages']} pages, {pdf.stat().st_size / 1e6:.1f} MB, "
-              f"built in {built_pdf['seconds']:.0f} s")
+              f"built in {built_pdf['seconds']:.0f} s"
+              + (" (XeLaTeX's result for the same LaTeX reused: tests/pdf_build.py)" if built_pdf["reused"] else ""))
     text = normal(built_pdf["text"])
     for lesson in LESSONS:
         title = nbformat.read(lesson, as_version=4).cells[0].source.splitlines()[-1].lstrip("# ")
