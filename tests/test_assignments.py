@@ -11,10 +11,14 @@ A lesson's versions (solution, untouched copy, one per wrong answer) are graded 
 lesson's autograder.zip in one kernel (tests/grading_in_one_kernel.py), so the chapter
 runs once, not once per version; test_grading_in_one_kernel_agrees_with_otter_run grades
 the solution and the student copy of one lesson with ``otter run`` as well, and checks
-that both gradings give the same points and messages.
+that both gradings give the same points and messages. A lesson's grades are kept in
+``_build/grading-cache/`` with a hash of everything they depend on (:func:`grading_key`)
+and graded again only when that changes.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import re
@@ -76,6 +80,36 @@ def versions(lesson: str, folder: Path) -> dict[str, nbformat.NotebookNode]:
     return found
 
 
+#: Each lesson's grades, kept with a hash of everything they depend on (grading_key).
+GRADES = ROOT / "_build" / "grading-cache"
+#: The libraries a grading runs on: a new version of any of them grades again.
+GRADING_LIBRARIES = ("otter-grader", "nbclient", "ipykernel", "numpy", "torch", "sympy", "matplotlib")
+
+
+def grading_key(autograder: Path, found: dict[str, nbformat.NotebookNode]) -> str:
+    """A hash of what a lesson's grades depend on: the code of every version graded, the
+    autograder's checks and files, the companion package, this grading code, Python and
+    the libraries it runs on. When it is the same as the last run's, grading again would
+    give the same grades (a grading runs the same code on the same inputs; the chapters
+    are seeded), and the stored grades are used: a lesson is graded again only when
+    something it depends on changed, as the book build re-executes only changed chapters."""
+    digest = hashlib.sha256()
+    for name, nb in sorted(found.items()):
+        digest.update(name.encode())
+        for cell in nb.cells:
+            digest.update(cell.cell_type.encode() + b"\0" + cell.source.encode() + b"\0")
+    with zipfile.ZipFile(autograder) as archive:
+        for member in sorted(archive.namelist()):
+            digest.update(member.encode() + archive.read(member))
+    sources = sorted((ROOT / "companion").rglob("*.py")) + sorted((ROOT / "companion").rglob("*.json"))
+    for path in sources + [ROOT / "tests" / "grading_in_one_kernel.py", ROOT / "tools" / "assignments.py"]:
+        digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
+    digest.update(sys.version.encode())
+    for library in GRADING_LIBRARIES:
+        digest.update(f"{library}=={importlib.metadata.version(library)}".encode())
+    return digest.hexdigest()
+
+
 class Graded(dict):
     """The grades of every version of a lesson, {version: {question: score}}, computed on
     first use in one kernel (once per test run, whichever pytest-xdist worker asks first).
@@ -88,8 +122,16 @@ class Graded(dict):
     def __missing__(self, lesson: str) -> dict[str, dict] | Exception:
         def produce():
             folder = self.generated[lesson]
-            return grade_versions(folder / "autograder" / "autograder.zip", versions(lesson, folder),
-                                  f"{lesson}.ipynb", self.out / lesson)
+            found = versions(lesson, folder)
+            autograder = folder / "autograder" / "autograder.zip"
+            key = grading_key(autograder, found)
+            stored = GRADES / f"{lesson}.json"
+            if stored.is_file() and json.loads(stored.read_text())["key"] == key:
+                return json.loads(stored.read_text())["grades"]
+            grades = grade_versions(autograder, found, f"{lesson}.ipynb", self.out / lesson)
+            GRADES.mkdir(parents=True, exist_ok=True)
+            stored.write_text(json.dumps({"key": key, "grades": grades}))
+            return grades
 
         try:
             self[lesson] = once_per_run(f"graded-{lesson}", produce, self.tmp_path_factory)
