@@ -1,0 +1,127 @@
+"""Write companion/data/model_defaults.json: the values Transformers supplies when a config.json omits a RoPE key.
+
+A published ``config.json`` often leaves out what equals its model class's default:
+Gemma 3's ``text_config`` names neither ``rope_theta`` nor ``head_dim``, Llama 2's
+file has no ``rope_theta``. Transformers builds the model's configuration class from
+the file, and the class fills in the rest. This script reads those defaults from the
+installed library, for every ``model_type`` whose configuration class carries RoPE
+parameters, and writes them as package data for :mod:`companion.configs`:
+
+* ``rope_parameters``: what the class builds from a file with no RoPE key at all
+  (the class instantiated without arguments; nested by layer type where the class
+  nests it), which also gives the default base of each layer type;
+* the declared defaults of the sizes a reader needs (``head_dim``, ``hidden_size``,
+  ``num_attention_heads``, ``max_position_embeddings``, ``partial_rotary_factor``,
+  ``qk_rope_head_dim``), ``null`` where the class derives the value from others
+  (``head_dim = hidden_size // num_attention_heads``);
+* ``head_dim_by_layer_type`` for classes whose layer types have different head sizes
+  (Gemma 4's full-attention layers use ``global_head_dim``).
+
+The table records the library version it was read from; ``tests/test_configs.py``
+regenerates it from the installed library and fails when the two differ, so it cannot
+drift silently. Usage::
+
+    .venv/bin/python tools/model_defaults.py          # rewrite the table
+    .venv/bin/python tools/model_defaults.py --check  # exit 1 if it is stale
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import sys
+import warnings
+from pathlib import Path
+
+TABLE = Path(__file__).resolve().parents[1] / "companion" / "data" / "model_defaults.json"
+#: The sizes a RoPE reader needs, recorded with their declared defaults.
+SIZE_KEYS = ("head_dim", "hidden_size", "num_attention_heads", "max_position_embeddings",
+             "partial_rotary_factor", "qk_rope_head_dim")
+
+
+def class_defaults(config_class) -> dict | None:
+    """The RoPE-relevant defaults of one configuration class, or ``None`` if it has no RoPE parameters."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            config = config_class()
+        except Exception:  # a class that cannot be built without arguments has no defaults to read
+            return None
+    rope_parameters = getattr(config, "rope_parameters", None)
+    if not rope_parameters:
+        return None
+    declared = {f.name: f.default for f in dataclasses.fields(config_class)
+                if f.default is not dataclasses.MISSING} if dataclasses.is_dataclass(config_class) else {}
+    entry = {"config_class": config_class.__name__, "rope_parameters": _plain(rope_parameters)}
+    entry.update({key: _plain(declared[key]) for key in SIZE_KEYS if key in declared})
+    if getattr(config, "is_heterogeneous", False):
+        by_type = {layer_type: _layer_head_dim(config, layer_type)
+                   for layer_type in sorted(set(getattr(config, "layer_types", None) or ()))}
+        entry["head_dim_by_layer_type"] = {k: v for k, v in by_type.items() if v is not None}
+    return entry
+
+
+def _layer_head_dim(config, layer_type: str) -> int | None:
+    """The head size of every layer of ``layer_type``, or ``None`` when the layers of that type differ."""
+    try:
+        return config.per_layer_config[layer_type].head_dim
+    except ValueError:  # the library refuses a per-type view when the layers of the type differ
+        return None
+
+
+def table() -> dict:
+    """The defaults of every RoPE model type of the installed Transformers, with its version."""
+    import transformers
+    from transformers import CONFIG_MAPPING
+    from transformers.modeling_rope_utils import RotaryEmbeddingConfigMixin
+
+    logging.disable(logging.WARNING)
+    try:
+        model_types = {}
+        for model_type in sorted(CONFIG_MAPPING.keys()):
+            try:
+                config_class = CONFIG_MAPPING[model_type]
+            except Exception:  # a model type whose module cannot be imported here
+                continue
+            if not issubclass(config_class, RotaryEmbeddingConfigMixin):
+                continue
+            entry = class_defaults(config_class)
+            if entry is not None:
+                model_types[model_type] = entry
+    finally:
+        logging.disable(logging.NOTSET)
+    return {"transformers": transformers.__version__, "model_types": model_types}
+
+
+def _plain(value):
+    """A JSON value: mappings and sequences made plain, everything else kept."""
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def render(data: dict) -> str:
+    """The table as it is stored: sorted keys, one model type per block."""
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the stored table is stale")
+    args = parser.parse_args(argv)
+    fresh = render(table())
+    if args.check:
+        stale = not TABLE.exists() or TABLE.read_text() != fresh
+        print(f"{TABLE} is {'stale' if stale else 'current'}")
+        return int(stale)
+    TABLE.parent.mkdir(parents=True, exist_ok=True)
+    TABLE.write_text(fresh)
+    print(f"wrote {TABLE} ({len(json.loads(fresh)['model_types'])} model types)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
