@@ -15,7 +15,10 @@ parameters, and writes them as package data for :mod:`companion.configs`:
   ``qk_rope_head_dim``), ``null`` where the class derives the value from others
   (``head_dim = hidden_size // num_attention_heads``);
 * ``head_dim_by_layer_type`` for classes whose layer types have different head sizes
-  (Gemma 4's full-attention layers use ``global_head_dim``).
+  (Gemma 4's full-attention layers use ``global_head_dim``);
+* for a multimodal model type whose file nests the language model under
+  ``text_config`` (``gemma3``, ``qwen3_vl``), the model type of that text
+  configuration when the file does not name it (``text_model_types``).
 
 The table records the library version it was read from; ``tests/test_configs.py``
 regenerates it from the installed library and fails when the two differ, so it cannot
@@ -78,12 +81,16 @@ def table() -> dict:
 
     logging.disable(logging.WARNING)
     try:
-        model_types = {}
+        model_types, text_model_types = {}, {}
         for model_type in sorted(CONFIG_MAPPING.keys()):
             try:
                 config_class = CONFIG_MAPPING[model_type]
             except Exception:  # a model type whose module cannot be imported here
                 continue
+            if "text_config" in (getattr(config_class, "sub_configs", None) or {}):
+                text_type = _text_model_type(config_class)
+                if text_type is not None and text_type != model_type:
+                    text_model_types[model_type] = text_type
             if not issubclass(config_class, RotaryEmbeddingConfigMixin):
                 continue
             entry = class_defaults(config_class)
@@ -91,7 +98,18 @@ def table() -> dict:
                 model_types[model_type] = entry
     finally:
         logging.disable(logging.NOTSET)
-    return {"transformers": transformers.__version__, "model_types": model_types}
+    return {"transformers": transformers.__version__, "model_types": model_types,
+            "text_model_types": text_model_types}
+
+
+def _text_model_type(config_class) -> str | None:
+    """The model type of the default ``text_config`` of a multimodal configuration class."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return config_class().get_text_config().model_type
+        except Exception:  # a class that cannot be built without arguments names no default
+            return None
 
 
 def _plain(value):
