@@ -302,8 +302,9 @@ def _sections(sections, layout) -> tuple[list[int], str]:
         if len(sections) != 3:
             raise ValueError(f"sections must list 3 sizes (temporal, height, width) for the interleaved "
                              f"layout, got {sections}")
-        if 3 * max(sections[1], sections[2]) > sum(sections):
-            raise ValueError(f"sections must leave room to interleave: 3 * max(height, width) <= "
+        # height owns pairs 1, 4, ..., 3 s_1 - 2 and width 2, 5, ..., 3 s_1 - 1: both must lie below d/2
+        if 3 * sections[1] - 2 >= sum(sections) or 3 * sections[2] - 1 >= sum(sections):
+            raise ValueError(f"sections must leave room to interleave: 3 * height - 2 and 3 * width - 1 below "
                              f"sum(sections) = {sum(sections)}, got {sections}")
     return sections, layout
 
