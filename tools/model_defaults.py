@@ -18,7 +18,14 @@ parameters, and writes them as package data for :mod:`companion.configs`:
   (Gemma 4's full-attention layers use ``global_head_dim``);
 * for a multimodal model type whose file nests the language model under
   ``text_config`` (``gemma3``, ``qwen3_vl``), the model type of that text
-  configuration when the file does not name it (``text_model_types``).
+  configuration when the file does not name it (``text_model_types``);
+* the model types whose modeling code does something with positions that the rotary
+  frequencies do not show (``model_code``), found by the line of code that does it in
+  the model's ``modeling_*.py``: the DeepSeek family's softmax ``mscale`` (the key
+  ``mscale_all_dim`` read by the attention), Ministral 3's query scale
+  (``llama_4_scaling_beta``), Hunyuan's NTK-alpha
+  (``compute_ntk_alpha_rope_parameters``), and which M-RoPE classes interleave the
+  axes (Qwen3-VL's ``self.mrope_section[dim] * 3``) rather than cut sections.
 
 The table records the library version it was read from; ``tests/test_configs.py``
 regenerates it from the installed library and fails when the two differ, so it cannot
@@ -38,6 +45,10 @@ import warnings
 from pathlib import Path
 
 TABLE = Path(__file__).resolve().parents[1] / "companion" / "data" / "model_defaults.json"
+#: What the modeling code of a model type does with positions besides its frequencies, by the code that does it.
+MODEL_CODE = {"softmax_mscale": "mscale_all_dim", "query_scale": "llama_4_scaling_beta",
+              "ntk_alpha": "compute_ntk_alpha_rope_parameters", "mrope": "mrope_section",
+              "mrope_interleaved": "self.mrope_section[dim] * 3"}
 #: The sizes a RoPE reader needs, recorded with their declared defaults.
 SIZE_KEYS = ("head_dim", "hidden_size", "num_attention_heads", "max_position_embeddings",
              "partial_rotary_factor", "qk_rope_head_dim")
@@ -99,7 +110,26 @@ def table() -> dict:
     finally:
         logging.disable(logging.NOTSET)
     return {"transformers": transformers.__version__, "model_types": model_types,
-            "text_model_types": text_model_types}
+            "text_model_types": text_model_types, "model_code": model_code(set(model_types))}
+
+
+def model_code(model_types: set) -> dict:
+    """For each entry of :data:`MODEL_CODE`, the RoPE model types whose ``modeling_*.py`` holds its code."""
+    import transformers
+    from transformers import CONFIG_MAPPING
+
+    models = Path(transformers.__file__).parent / "models"
+    found = {name: [] for name in MODEL_CODE}
+    for model_type in sorted(model_types):
+        package = CONFIG_MAPPING[model_type].__module__.split(".")[2]
+        source = models / package / f"modeling_{package}.py"
+        if not source.exists():
+            continue
+        code = source.read_text()
+        for name, needle in MODEL_CODE.items():
+            if needle in code:
+                found[name].append(model_type)
+    return found
 
 
 def _text_model_type(config_class) -> str | None:
