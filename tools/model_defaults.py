@@ -25,7 +25,8 @@ parameters, and writes them as package data for :mod:`companion.configs`:
   ``mscale_all_dim`` read by the attention), Ministral 3's query scale
   (``llama_4_scaling_beta``), Hunyuan's NTK-alpha
   (``compute_ntk_alpha_rope_parameters``), and which M-RoPE classes interleave the
-  axes (Qwen3-VL's ``self.mrope_section[dim] * 3``) rather than cut sections.
+  axes (Qwen3-VL's ``self.mrope_section[dim] * 3``) rather than cut sections, and which
+  reorder the frequencies before giving them to the axes (ERNIE 4.5-VL's ``inv_freq_3d``).
 
 The table records the library version it was read from; ``tests/test_configs.py``
 regenerates it from the installed library and fails when the two differ, so it cannot
@@ -48,7 +49,7 @@ TABLE = Path(__file__).resolve().parents[1] / "companion" / "data" / "model_defa
 #: What the modeling code of a model type does with positions besides its frequencies, by the code that does it.
 MODEL_CODE = {"softmax_mscale": "mscale_all_dim", "query_scale": "llama_4_scaling_beta",
               "ntk_alpha": "compute_ntk_alpha_rope_parameters", "mrope": "mrope_section",
-              "mrope_interleaved": "self.mrope_section[dim] * 3"}
+              "mrope_interleaved": "self.mrope_section[dim] * 3", "mrope_reordered": "inv_freq_3d"}
 #: The sizes a RoPE reader needs, recorded with their declared defaults.
 SIZE_KEYS = ("head_dim", "hidden_size", "num_attention_heads", "max_position_embeddings",
              "partial_rotary_factor", "qk_rope_head_dim")
@@ -69,11 +70,53 @@ def class_defaults(config_class) -> dict | None:
                 if f.default is not dataclasses.MISSING} if dataclasses.is_dataclass(config_class) else {}
     entry = {"config_class": config_class.__name__, "rope_parameters": _plain(rope_parameters)}
     entry.update({key: _plain(declared[key]) for key in SIZE_KEYS if key in declared})
+    entry["head_dim_rule"] = head_dim_rule(config_class, config)
+    if entry["head_dim_rule"] == "head_dim, else the class's" and entry.get("head_dim") is None:
+        entry["head_dim"] = config.head_dim  # a constant the class sets after reading the file
     if getattr(config, "is_heterogeneous", False):
         by_type = {layer_type: _layer_head_dim(config, layer_type)
                    for layer_type in sorted(set(getattr(config, "layer_types", None) or ()))}
         entry["head_dim_by_layer_type"] = {k: v for k, v in by_type.items() if v is not None}
     return entry
+
+
+#: The rules by which a configuration class sets the head size its rotary module reads.
+HEAD_DIM_RULES = ("head_dim, else hidden_size / num_attention_heads", "qk_rope_head_dim",
+                  "head_dim, else the class's", "per layer", "other")
+
+
+def head_dim_rule(config_class, config) -> str:
+    """How the class sets the head size its rotary module reads, found by building it with other sizes.
+
+    The rotary modules read ``config.head_dim``, or ``hidden_size // num_attention_heads``
+    when the class has none. So the rule is ``"head_dim, else hidden_size /
+    num_attention_heads"`` when the class has no head size of its own or derives it from
+    those two, ``"qk_rope_head_dim"`` when it sets it to DeepSeek's rotated size (MLA),
+    ``"head_dim, else the class's"`` when the class has a constant default,
+    ``"per layer"`` for classes whose layers differ, ``"other"`` for any other rule.
+    """
+    def head(**sizes):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return config_class(**sizes).head_dim if sizes else config.head_dim
+    if getattr(config, "is_heterogeneous", False):  # the class refuses one head size for all layers
+        return "per layer"
+    try:
+        d0 = head()
+    except AttributeError:  # no head size of its own: the rotary module divides hidden_size
+        return HEAD_DIM_RULES[0]
+    hidden, heads = getattr(config, "hidden_size", None), getattr(config, "num_attention_heads", None)
+    rotated = getattr(config, "qk_rope_head_dim", None)
+    try:
+        if d0 is None or (hidden and heads and d0 == hidden // heads and head(hidden_size=2 * hidden) == 2 * d0):
+            return HEAD_DIM_RULES[0]
+        if rotated and d0 == rotated and head(qk_rope_head_dim=2 * rotated) == 2 * rotated:
+            return HEAD_DIM_RULES[1]
+        if hidden and head(hidden_size=2 * hidden) == d0:
+            return HEAD_DIM_RULES[2]
+    except Exception:  # the class refuses the probe's sizes: its rule is not one of the simple ones
+        pass
+    return HEAD_DIM_RULES[4]
 
 
 def _layer_head_dim(config, layer_type: str) -> int | None:
