@@ -55,6 +55,7 @@ __all__ = [
     "layer_mask",
     "reach",
     "longest_rotated_distance",
+    "cached_keys",
     "layer_frequencies",
     "qk_rms_norm",
 ]
@@ -207,6 +208,18 @@ def longest_rotated_distance(plans, n: int) -> int:
     """
     rotating = [reach(plan, n) for plan in plans if plan.rope]
     return max(rotating, default=0)
+
+
+def cached_keys(plans, n: int) -> int:
+    r"""Keys a stack must keep per head to generate after ``n`` tokens: ``sum_l min(n, span_l)``.
+
+    ``span_l`` is the layer's window or chunk (``n`` for a global layer): a sliding
+    window needs only its last ``window`` keys, a chunked layer only the keys of the
+    current chunk. Divide by ``n * len(plans)`` for the fraction of a full cache.
+    """
+    n = _checks.size("n", n)
+    # a layer holds min(n, window or chunk) keys
+    return sum(reach(plan, n) + 1 for plan in plans)
 
 
 def layer_frequencies(plan: LayerPlan, d: int) -> np.ndarray | None:

@@ -247,7 +247,6 @@ def _dca_sizes(n, chunk, trained_length) -> tuple[int, int, int]:
     if s >= c:
         raise ValueError(f"chunk must be smaller than trained_length = {c} (the local window is "
                          f"trained_length - chunk), got {s}")
-    _checks.entries("n * n", n * n)
     return n, s, c
 
 

@@ -39,6 +39,14 @@ def test_longest_rotated_distance_of_whole_stacks():
     assert layers.longest_rotated_distance([layers.LayerPlan(rope=False)], 10) == 0
 
 
+def test_cached_keys():
+    n = 131_072
+    assert layers.cached_keys(layers.gemma3(6), n) == 5 * 1024 + n
+    assert layers.cached_keys(layers.gpt_oss(2), n) == 128 + n
+    assert layers.cached_keys(layers.llama4(4), 10) == 4 * 10
+    assert layers.cached_keys(layers.smollm3(36), n) == 36 * n
+
+
 def test_layer_frequencies():
     assert layers.layer_frequencies(layers.LayerPlan(rope=False), 64) is None
     np.testing.assert_allclose(layers.layer_frequencies(layers.gemma3(6)[5], 64), rope.inv_freq(64, 1e6) / 8)
