@@ -14,7 +14,7 @@ head by head in numpy float64 and must agree with the library's output:
   ``layers.llama4``; 1e-5;
 * SmolLM3 (``SmolLM3Attention``): layer 0 rotates (split pairs), layer 3 does not; the
   pattern equals ``layers.smollm3``; 1e-5;
-* Command R7B / RNoPE-SWA (``Cohere2Attention``): RoPE (adjacent pairs, computed by the
+* Cohere 2, an RNoPE-SWA stack (``Cohere2Attention``): RoPE (adjacent pairs, computed by the
   library in float32) only in the sliding layers; 1e-5;
 * Gemma 3 (``Gemma3RotaryEmbedding``): the frequencies of the local and global layer
   types equal ``layers.layer_frequencies`` of ``layers.gemma3`` to 4 * 2^-23 relative,
