@@ -38,7 +38,8 @@ The positions that a vision-language model gives a mixed sequence of text, image
 videos are built by :func:`vision_positions` and :func:`multimodal_positions`: text
 tokens count up on all three axes at once; the patches of an image share one temporal
 position and count rows and columns from where the image starts; the next segment
-starts one past the largest position used so far (Wang et al. 2024, section 2.1).
+starts one past the largest position used so far (the ``get_rope_index`` released with
+Qwen2-VL, and Transformers' before version 5).
 
 Numbers are numpy float64 and angles are formed in float64; ``x`` may use either pair
 layout of :mod:`companion.rope` (``"split"``, the ``rotate_half`` form of the library,
@@ -213,8 +214,8 @@ def multimodal_positions(segments, spatial_merge_size: int = 1) -> tuple[np.ndar
 
     .. math:: \text{start} = 1 + \max(\text{every position of every earlier token}) ,
 
-    0 for the first (Wang et al. 2024, section 2.1; the reference ``get_rope_index`` of
-    Qwen2-VL takes ``llm_pos_ids_list[-1].max() + 1``). Returns the positions, shape
+    0 for the first (the ``get_rope_index`` released with Qwen2-VL, Wang et al. 2024,
+    takes ``llm_pos_ids_list[-1].max() + 1``). Returns the positions, shape
     ``(3, N)`` with ``N`` the number of tokens, and the *delta* ``max + 1 - N``: a
     token generated after the sequence, at index ``N + j``, gets position
     ``N + j + delta`` on every axis (Transformers' ``rope_deltas``). Because an image
@@ -302,7 +303,7 @@ def _sections(sections, layout) -> tuple[list[int], str]:
         if len(sections) != 3:
             raise ValueError(f"sections must list 3 sizes (temporal, height, width) for the interleaved "
                              f"layout, got {sections}")
-        # height owns pairs 1, 4, ..., 3 s_1 - 2 and width 2, 5, ..., 3 s_1 - 1: both must lie below d/2
+        # height owns pairs 1, 4, ..., 3 s_1 - 2 and width 2, 5, ..., 3 s_2 - 1: both must lie below d/2
         if 3 * sections[1] - 2 >= sum(sections) or 3 * sections[2] - 1 >= sum(sections):
             raise ValueError(f"sections must leave room to interleave: 3 * height - 2 and 3 * width - 1 below "
                              f"sum(sections) = {sum(sections)}, got {sections}")

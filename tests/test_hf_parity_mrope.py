@@ -132,7 +132,8 @@ def test_qwen2_5_vl_and_qwen3_vl_grids_equal_the_same_positions_for_images():
 
 def test_a_long_video_is_where_the_library_and_the_paper_rule_part():
     """Five frames of 2 x 2 merged patches: the library restarts the text at start + 2, inside the
-    video's temporal range; one past the largest position (Wang et al. 2024) is start + 5."""
+    video's temporal range; one past the largest position (the rule of Qwen2-VL's release) is
+    start + 5."""
     segments = [3, (5, 4, 4), 2]
     model = quiet(lambda: modeling_qwen2_vl.Qwen2VLModel(qwen2_vl_config()))
     ids, kinds = tokens(segments)
