@@ -15,7 +15,9 @@ parameters, and writes them as package data for :mod:`companion.configs`:
   ``qk_rope_head_dim``), ``null`` where the class derives the value from others
   (``head_dim = hidden_size // num_attention_heads``);
 * ``head_dim_by_layer_type`` for classes whose layer types have different head sizes
-  (Gemma 4's full-attention layers use ``global_head_dim``);
+  (Gemma 4's full-attention layers use ``global_head_dim``), and ``layer_kinds`` for
+  classes that give their layers different kinds when a file names none (Qwen3-Next
+  derives them from ``full_attention_interval``);
 * for a multimodal model type whose file nests the language model under
   ``text_config`` (``gemma3``, ``qwen3_vl``), the model type of that text
   configuration when the file does not name it (``text_model_types``);
@@ -26,7 +28,9 @@ parameters, and writes them as package data for :mod:`companion.configs`:
   (``llama_4_scaling_beta``), Hunyuan's NTK-alpha
   (``compute_ntk_alpha_rope_parameters``), and which M-RoPE classes interleave the
   axes (Qwen3-VL's ``self.mrope_section[dim] * 3``) rather than cut sections, and which
-  reorder the frequencies before giving them to the axes (ERNIE 4.5-VL's ``inv_freq_3d``).
+  reorder the frequencies before giving them to the axes (ERNIE 4.5-VL's ``inv_freq_3d``),
+  and whose attention rotates only in its sliding-window layers (Cohere 2, EXAONE 4:
+  ``apply_rotary_pos_emb`` under ``if self.sliding_window ...``).
 
 The table records the library version it was read from; ``tests/test_configs.py``
 regenerates it from the installed library and fails when the two differ, so it cannot
@@ -47,9 +51,13 @@ from pathlib import Path
 
 TABLE = Path(__file__).resolve().parents[1] / "companion" / "data" / "model_defaults.json"
 #: What the modeling code of a model type does with positions besides its frequencies, by the code that does it.
-MODEL_CODE = {"softmax_mscale": "mscale_all_dim", "query_scale": "llama_4_scaling_beta",
-              "ntk_alpha": "compute_ntk_alpha_rope_parameters", "mrope": "mrope_section",
-              "mrope_interleaved": "self.mrope_section[dim] * 3", "mrope_reordered": "inv_freq_3d"}
+MODEL_CODE = {"softmax_mscale": ("mscale_all_dim",), "query_scale": ("llama_4_scaling_beta",),
+              "ntk_alpha": ("compute_ntk_alpha_rope_parameters",), "mrope": ("mrope_section",),
+              "mrope_interleaved": ("self.mrope_section[dim] * 3",), "mrope_reordered": ("inv_freq_3d",),
+              "rope_only_sliding": ("if self.sliding_window is not None:\n            query_states, key_states = "
+                                    "apply_rotary_pos_emb",
+                                    "if self.sliding_window is None or self.is_sliding:\n            "
+                                    "query_states, key_states = apply_rotary_pos_emb")}
 #: The sizes a RoPE reader needs, recorded with their declared defaults.
 SIZE_KEYS = ("head_dim", "hidden_size", "num_attention_heads", "max_position_embeddings",
              "partial_rotary_factor", "qk_rope_head_dim")
@@ -71,6 +79,9 @@ def class_defaults(config_class) -> dict | None:
     entry = {"config_class": config_class.__name__, "rope_parameters": _plain(rope_parameters)}
     entry.update({key: _plain(declared[key]) for key in SIZE_KEYS if key in declared})
     entry["head_dim_rule"] = head_dim_rule(config_class, config)
+    kinds = sorted(set(getattr(config, "layer_types", None) or ()))
+    if kinds and kinds != ["full_attention"]:
+        entry["layer_kinds"] = kinds  # the class gives its layers different kinds when a file names none
     if entry["head_dim_rule"] == "head_dim, else the class's" and entry.get("head_dim") is None:
         entry["head_dim"] = config.head_dim  # a constant the class sets after reading the file
     if getattr(config, "is_heterogeneous", False):
@@ -169,8 +180,8 @@ def model_code(model_types: set) -> dict:
         if not source.exists():
             continue
         code = source.read_text()
-        for name, needle in MODEL_CODE.items():
-            if needle in code:
+        for name, needles in MODEL_CODE.items():
+            if any(needle in code for needle in needles):
                 found[name].append(model_type)
     return found
 
