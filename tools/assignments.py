@@ -451,9 +451,11 @@ def grade_all(autograder: Path, submissions: list[Path], timeout: float = 600, j
 
 
 def failure_messages(output: str) -> list[str]:
-    """The messages of the failed checks in one question's grading output."""
-    return [line.strip() for line in output.splitlines()
-            if re.match(r"\s*[A-Za-z_.]*(Error|Failed|Exception): ", line)]
+    """The messages of the failed checks in one question's grading output: in otter's
+    summary, the line after a failed check's "Error at line N" and the line it quotes
+    (only the first line of a message: the rest is the submission's to fill)."""
+    lines = output.splitlines()
+    return [lines[i + 2].strip() for i, line in enumerate(lines[:-2]) if line.strip().startswith("Error at line ")]
 
 
 def spreadsheet_safe(value):
@@ -476,6 +478,13 @@ def write_csv(path: Path, rows: list[dict], fields: list[str]) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _print_review(findings: list[str]) -> None:
+    if findings:
+        print(f"  review: {len(findings)} finding(s) to read (they do not change the grade)")
+        for finding in findings[:30]:
+            print(f"      {grading.clean(finding, max_lines=1)}")
+
+
 def print_grades(results: dict[Path, grading.Graded | GradingError]) -> list[dict]:
     """Print each submission's points, messages and review; return the CSV rows."""
     rows = []
@@ -483,7 +492,9 @@ def print_grades(results: dict[Path, grading.Graded | GradingError]) -> list[dic
         name = grading.clean(str(submission), max_lines=1)
         if isinstance(result, GradingError):
             print(f"{name}: could not grade: {grading.clean(str(result), max_lines=5)}")
-            rows.append({"submission": str(submission), "error": grading.clean(str(result), max_lines=1)})
+            _print_review(getattr(result, "review", []))
+            rows.append({"submission": str(submission), "error": grading.clean(str(result), max_lines=1),
+                         "review": len(getattr(result, "review", []))})
             continue
         scores = result.scores
         total = sum(s["score"] for s in scores.values())
@@ -493,10 +504,7 @@ def print_grades(results: dict[Path, grading.Graded | GradingError]) -> list[dic
             print(f"  {question:32s} {s['score']:g} / {s['possible']:g}")
             for message in list(dict.fromkeys(failure_messages(s["output"])))[:8]:
                 print(f"      {grading.clean(message, max_lines=1)}")
-        if result.review:
-            print(f"  review: {len(result.review)} finding(s) to read (they do not change the grade)")
-            for finding in result.review[:30]:
-                print(f"      {grading.clean(finding, max_lines=1)}")
+        _print_review(result.review)
         rows.append({"submission": str(submission), **{q: s["score"] for q, s in scores.items()},
                      "total": total, "review": len(result.review)})
     return rows

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import multiprocessing.connection
 import os
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
+import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +38,12 @@ CODE_PARENT = Path(__file__).resolve().parent.parent  # the folder holding this 
 
 
 class GradingError(RuntimeError):
-    """A submission that could not be graded: refused, too slow, or its run broke off."""
+    """A submission that could not be graded: refused, too slow, or its run broke off.
+    ``review`` holds what the review found in its code, when it got that far."""
+
+    def __init__(self, message: str, review: list[str] | None = None):
+        super().__init__(message)
+        self.review = review or []
 
 
 class AutograderChanged(GradingError):
@@ -142,7 +149,18 @@ class _Tail(threading.Thread):
         return (self.head + middle.encode() + self.tail).decode("utf-8", "replace")
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def _end(process: subprocess.Popen, grace: float) -> None:
+    """Give ``process`` ``grace`` seconds to exit, then kill its process group (the
+    sandbox's processes die with it), then reap it. The group is killed before the
+    process is reaped, so that its id cannot have passed to another process."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                break
+        except ChildProcessError:
+            break
+        time.sleep(0.02)
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -150,53 +168,75 @@ def _kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
+_SERVER_LOCK = threading.Lock()
+_SERVER = None
+
+
+def judges():
+    """The ``multiprocessing`` context that forks each judge from one server process,
+    started once, which has imported the checks' libraries (companion, NumPy, SymPy,
+    torch): a judge then starts in milliseconds instead of seconds. The server never
+    sees a submission; each judge is a fresh fork of it."""
+    global _SERVER
+    with _SERVER_LOCK:
+        if _SERVER is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["grading.judge", "companion"])
+            _SERVER = context
+        return _SERVER
+
+
 def run_and_judge(autograder: Autograder, cells: list[str], limits: sandbox.Limits,
                   use_sandbox: bool = True, slot: int = 0) -> dict:
-    """Run ``cells`` in a sandbox while the judge checks them; return the judge's result."""
+    """Run ``cells`` in a sandbox while a judge checks them; return the judge's result."""
+    from . import judge as judging
+
+    context = judges()
     with tempfile.TemporaryDirectory(prefix="grading-") as tmp:
         tmp = Path(tmp)
         to_judge_r, to_judge_w = os.pipe()
         to_runner_r, to_runner_w = os.pipe()
-        workdir = sandbox.WORKDIR if use_sandbox else str(tmp / "work")
         (tmp / "work").mkdir()
         job = {"cells": cells, "limits": limits.for_runner(),
                "uid": sandbox.FIRST_UID + slot if use_sandbox else None,
-               "from_judge": to_runner_r, "to_judge": to_judge_w, "workdir": workdir}
+               "from_judge": to_runner_r, "to_judge": to_judge_w,
+               "workdir": sandbox.WORKDIR if use_sandbox else str(tmp / "work")}
         (tmp / "job.json").write_text(json.dumps(job))
-        (tmp / "tests.json").write_text(json.dumps(autograder.tests))
-        env = {**sandbox.environment(), "PYTHONPATH": str(CODE_PARENT), "PATH": os.environ.get("PATH", "")}
         if use_sandbox:
             command = sandbox.bwrap_command(tmp / "job.json", sandbox.write_accounts(tmp, sandbox.FIRST_UID + slot),
                                             limits)
+            env = None
         else:
             command = sandbox.plain_command(tmp / "job.json")
-            env.update(HOME=str(tmp / "work"), TMPDIR=str(tmp / "work"), MPLCONFIGDIR=str(tmp / "work"),
-                       IPYTHONDIR=str(tmp / "work"))
-        judge = subprocess.Popen([sys.executable, "-s", "-m", "grading.judge", str(tmp / "tests.json"),
-                                  str(to_judge_r), str(to_runner_w), str(limits.memory_bytes)],
-                                 pass_fds=(to_judge_r, to_runner_w), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, cwd=tmp, env=env, start_new_session=True)
+            env = {**sandbox.environment(), "PYTHONPATH": str(CODE_PARENT), "PATH": os.environ.get("PATH", ""),
+                   **{name: str(tmp / "work") for name in ("HOME", "TMPDIR", "MPLCONFIGDIR", "IPYTHONDIR")}}
+        results_r, results_w = context.Pipe(duplex=False)
+        judge_ends = (multiprocessing.connection.Connection(to_judge_r, writable=False),
+                      multiprocessing.connection.Connection(to_runner_w, readable=False))
+        judge = context.Process(target=judging.serve, daemon=True,
+                                args=(autograder.tests, *judge_ends, results_w, limits.memory_bytes))
+        judge.start()
         runner = subprocess.Popen(command, pass_fds=(to_runner_r, to_judge_w), stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp / "work",
                                   env=env, start_new_session=True)
-        for fd in (to_judge_r, to_judge_w, to_runner_r, to_runner_w):
-            os.close(fd)
+        for end in (*judge_ends, results_w):  # the children hold their own copies
+            end.close()
+        os.close(to_runner_r)
+        os.close(to_judge_w)
         output = _Tail(runner.stdout, limits.output_bytes)
         try:
-            result, errors = judge.communicate(timeout=limits.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(judge)
-            raise GradingError(f"still running after {limits.timeout:g} s (an endless loop?)") from None
+            if not results_r.poll(limits.timeout):
+                raise GradingError(f"still running after {limits.timeout:g} s (an endless loop?)")
+            result = json.loads(results_r.recv_bytes())
+        except EOFError:
+            raise GradingError(f"the checks stopped (exit status {judge.exitcode}): out of memory?") from None
         finally:
-            try:
-                runner.wait(timeout=5)  # it ends on its own once the judge is done
-            except subprocess.TimeoutExpired:
-                pass
-            _kill_group(runner)
+            if judge.is_alive():
+                judge.kill()
+            judge.join()
+            results_r.close()
+            _end(runner, grace=5)  # it ends on its own once the judge is done
             output.join(timeout=10)
-        if judge.returncode != 0:
-            raise GradingError(f"the checks failed to run: {clean(errors.decode(errors='replace'))[-800:]}")
-        result = json.loads(result)
         if "error" in result:
             last = [line for line in clean(output.text(), max_lines=10_000).splitlines() if line.strip()][-6:]
             raise GradingError(f"the notebook's run broke off before the end ({result['error']}, exit status "
@@ -208,19 +248,27 @@ def grade(autograder: Autograder, submission: Path, limits: sandbox.Limits = san
           use_sandbox: bool = True, slot: int = 0, max_bytes: int = intake.MAX_BYTES) -> Graded:
     """Grade one submission (see the module's docstring); GradingError if it cannot be."""
     try:
+        return _grade(autograder, submission, limits, use_sandbox, slot, max_bytes)
+    finally:
+        autograder.verify()  # after every submission, graded or not
+
+
+def _grade(autograder: Autograder, submission: Path, limits: sandbox.Limits, use_sandbox: bool, slot: int,
+           max_bytes: int) -> Graded:
+    try:
         notebook = intake.read_submission(submission, autograder.assignment, max_bytes)
     except intake.Refused as error:
         raise GradingError(f"refused: {error}") from None
     findings = review.review(notebook, autograder.distributed, autograder.tests)
     try:
         result = run_and_judge(autograder, notebook.cells, limits, use_sandbox, slot)
-    finally:
-        autograder.verify()
+    except GradingError as error:
+        raise GradingError(str(error), findings) from None
     scores = result["questions"]
     got = {q: s.get("possible") for q, s in scores.items()}
     if got != autograder.points:
         raise GradingError(f"the checks gave questions or points {got}, not the autograder's "
-                           f"{autograder.points}")
+                           f"{autograder.points}", findings)
     findings += [f"the run reported: {clean(event, max_lines=1)}" for event in result["events"]]
     ordered = {q: scores[q] for q in autograder.order}
     cpu = result.get("run_cpu_seconds")

@@ -11,10 +11,12 @@ result back as data. Every comparison, every expected value and the scoring happ
 with otter's own scoring code, so nothing the submission does in its process (patching
 NumPy, ``builtins``, ``companion`` or otter, swapping ``sys.modules``) reaches them.
 
-``python -m grading.judge TESTS FROM_RUNNER TO_RUNNER`` reads the test files from
-``TESTS`` (a JSON object ``{file name: source}``), talks on the two pipe descriptors and
-prints the result as JSON: ``{"questions": {q: {"score", "possible", "output"}},
-"events": [...]}``, or ``{"error": reason}`` when the run broke off.
+The grader forks each judge from a server with the libraries already imported
+(:func:`serve`); ``python -m grading.judge TESTS FROM_RUNNER TO_RUNNER MEMORY`` does the
+same in a fresh process: it reads the test files from ``TESTS`` (a JSON object ``{file
+name: source}``), talks on the two pipe descriptors and prints the result as JSON:
+``{"questions": {q: {"score", "possible", "output"}}, "events": [...]}``, or
+``{"error": reason}`` when the run broke off.
 """
 from __future__ import annotations
 
@@ -174,10 +176,11 @@ def judge_run(checks: dict, pipes: Pipes) -> dict:
             raise RunBroken(f"unexpected message from the run: {str(event)[:100]}")
 
 
-def main(argv: list[str]) -> int:
-    tests, from_runner, to_runner, memory = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    checks = load_checks(json.loads(Path(tests).read_text()))
+def judge_submission(sources: dict[str, str], from_runner: int, to_runner: int, memory_bytes: int) -> dict:
+    """The whole of one submission's judging: the checks of ``sources`` (``{file name:
+    source}``), talking to the runner on two pipes; the result, or ``{"error": reason}``."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    checks = load_checks(sources)
     import companion  # noqa: F401  (the checks use it: loaded while the notebook runs)
     try:
         result = judge_run(checks, Pipes(from_runner, to_runner))
@@ -187,7 +190,21 @@ def main(argv: list[str]) -> int:
         result = {"error": "the checks ran out of memory"}
     own = resource.getrusage(resource.RUSAGE_SELF)
     result["judge_cpu_seconds"] = own.ru_utime + own.ru_stime
-    sys.stdout.write(json.dumps(result))
+    return result
+
+
+def serve(sources: dict[str, str], from_runner, to_runner, result, memory_bytes: int) -> None:
+    """:func:`judge_submission` in a process forked from a server that has the libraries
+    loaded already (``multiprocessing``'s forkserver, see :mod:`grading.grade`): the
+    pipes come as ``multiprocessing`` connections, the result goes back as JSON bytes."""
+    outcome = judge_submission(sources, from_runner.fileno(), to_runner.fileno(), memory_bytes)
+    result.send_bytes(json.dumps(outcome).encode())
+
+
+def main(argv: list[str]) -> int:
+    tests, from_runner, to_runner, memory = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    outcome = judge_submission(json.loads(Path(tests).read_text()), from_runner, to_runner, memory)
+    sys.stdout.write(json.dumps(outcome))
     sys.stdout.flush()
     return 0
 

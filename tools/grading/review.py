@@ -244,10 +244,10 @@ def review(submission, distributed: list[dict] | None, tests: dict[str, str]) ->
     parameters = check_parameters(tests)
     check_names = set().union(*parameters.values()) if parameters else set()
     cells = submission.cells
-    findings = list(submission.notes)
+    changes, deleted = list(submission.notes), []
     to_scan: list[tuple[int, set[str]]] = []
     if distributed is None:
-        findings.append("the autograder holds no copy of the distributed notebook: cells not compared")
+        changes.append("the autograder holds no copy of the distributed notebook: cells not compared")
         to_scan = [(i, check_names) for i, tags in enumerate(submission.tags) if "otter_answer_cell" in tags]
     else:
         owners = _owners(distributed)
@@ -256,22 +256,26 @@ def review(submission, distributed: list[dict] | None, tests: dict[str, str]) ->
                 continue
             if index is None:
                 if not distributed[given]["answer"]:
-                    findings.append(f"deletes the given {_label(given, distributed[given]['source'])}")
+                    deleted.append(given + 1)
                 continue
             if given is None:
-                findings.append(f"adds {_label(index, cells[index])}")
+                changes.append(f"adds {_label(index, cells[index])}")
                 to_scan.append((index, set()))
             elif distributed[given]["answer"]:
                 to_scan.append((index, parameters.get(owners[given], set())))
             else:
-                findings.append(f"edits the given {_label(index, cells[index])}")
+                changes.append(f"edits the given {_label(index, cells[index])}")
                 to_scan.append((index, set()))
+    if deleted:
+        shown = ", ".join(map(str, deleted[:12])) + (", ..." if len(deleted) > 12 else "")
+        changes.append(f"deletes {len(deleted)} given code cell(s) of the distributed notebook ({shown})")
     trees = [_python(source) for source in cells]
     imported = _imported_names(tree for tree in trees if tree is not None)
+    found = []
     for index, own in to_scan:
         if trees[index] is None:
             continue
         scan = _Scan(imported, check_names, own)
         scan.visit(trees[index])
-        findings += [f"{_label(index, cells[index])}: {text}" for text in scan.found]
-    return findings
+        found += [f"{_label(index, cells[index])}: {text}" for text in scan.found]
+    return found + changes  # what the code does first, then how the notebook changed

@@ -26,7 +26,6 @@ import json
 import os
 import resource
 import sys
-import sysconfig
 import types
 
 from . import wire
@@ -146,13 +145,16 @@ def _watch(grader: Grader) -> None:
     in this process and could hide its traces; the sandbox, not this list, is the defence."""
     watched = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.fork", "os.forkpty",
                "os.kill", "os.killpg", "socket.connect", "socket.bind", "ctypes.dlopen", "sys.addaudithook"}
-    stdlib = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], "<frozen"})
+    stdlib = os.path.dirname(os.__file__) + os.sep
+
+    def in_stdlib(filename: str) -> bool:
+        return filename.startswith("<frozen") or (filename.startswith(stdlib) and "-packages" not in filename)
 
     def from_a_cell() -> bool:
         """Whether the nearest caller outside the standard library is the notebook's code
         (a library's own work, such as torch loading its native code, is not reported)."""
         frame = sys._getframe(2)
-        while frame is not None and frame.f_code.co_filename.startswith(stdlib):
+        while frame is not None and in_stdlib(frame.f_code.co_filename):
             frame = frame.f_back
         return frame is not None and frame.f_code.co_filename.startswith("<ipython-input")
 

@@ -145,7 +145,7 @@ def bwrap_command(job: Path, passwd: Path, limits: Limits) -> list[str]:
                      "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:  # the instructor becomes nobody in a user namespace
         isolation = ["--unshare-all", "--uid", "65534", "--gid", "65534"]
-    command = [bwrap, *isolation, "--die-with-parent", "--new-session", "--clearenv"]
+    command = [bwrap, *isolation, "--as-pid-1", "--die-with-parent", "--new-session", "--clearenv"]
     for name, value in environment().items():
         command += ["--setenv", name, value]
     mounts = _system_mounts() + _python_mounts()

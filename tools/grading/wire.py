@@ -126,16 +126,22 @@ class Encoder:
         self.handle = handle or (lambda obj: None)
         self.blobs: list[bytes] = []
         self.nodes = 0
+        self.inside: set[int] = set()  # the containers being written: a value inside itself is a cycle
 
     def __call__(self, value, depth: int = 0) -> dict:
         self.nodes += 1
         if self.nodes > MAX_NODES or depth > MAX_DEPTH:
             return {"t": "opaque", "name": type(value).__name__, "why": "too large or too deeply nested"}
+        if id(value) in self.inside:
+            return {"t": "opaque", "name": type(value).__name__, "why": "contains itself"}
+        self.inside.add(id(value))
         try:
             return self._node(value, depth)
         except BaseException as error:  # a property or a conversion of the value raised
             return {"t": "opaque", "name": type(value).__name__,
                     "why": f"could not be read ({type(error).__name__})"}
+        finally:
+            self.inside.discard(id(value))
 
     def _node(self, value, depth: int) -> dict:
         kind = type(value)
@@ -207,7 +213,12 @@ class Encoder:
 
 
 def _public_attributes(value) -> list[tuple[str, object]] | None:
-    """The public data attributes of an instance (dataclass fields, or its ``__dict__``)."""
+    """The public data attributes of an instance of a dataclass, of the package or of the
+    notebook (its fields, or its ``__dict__``); None for another library's objects (a
+    figure's axes hold a whole graph of objects, and no answer is one)."""
+    module = str(getattr(type(value), "__module__", ""))
+    if not (dataclasses.is_dataclass(value) or module.split(".")[0] in ("companion", "__main__", "submission")):
+        return None
     if dataclasses.is_dataclass(value):
         names = [f.name for f in dataclasses.fields(value)]
         return [(n, getattr(value, n)) for n in names if not n.startswith("_")][:MAX_ATTRIBUTES]
@@ -246,7 +257,7 @@ class Decoder:
 
     def __call__(self, node, depth: int = 0):
         self.nodes += 1
-        if self.nodes > MAX_NODES or depth > MAX_DEPTH:
+        if self.nodes > MAX_NODES or depth > MAX_DEPTH + 1:  # the writer stops at MAX_DEPTH + 1
             raise _Limit("a value is too large or too deeply nested")
         if not isinstance(node, dict) or not isinstance(node.get("t"), str):
             return Unreadable("not a value")
