@@ -738,3 +738,13 @@ def test_malformed_values_and_messages():
     with pytest.raises(wire.WireError):
         wire.read_message(read)
     os.close(read)
+
+
+def test_no_sandbox_runs_a_trusted_notebook(chapters, tmp_path):
+    """``--no-sandbox`` (for the instructor's own notebooks) grades the same way, the
+    checks still in the judge, only without bubblewrap."""
+    alibi = chapters["04_alibi"]
+    notebook = _write(tmp_path, "mine.ipynb", alibi.garbage(answers={
+        "ex-04-slopes": "from companion import alibi\n\ndef alibi_slopes(n_heads):\n    return alibi.slopes(n_heads)"}))
+    graded = assignments.grade_all(alibi.autograder, [notebook], use_sandbox=False)[notebook]
+    assert {q: s["score"] for q, s in graded.scores.items()} == {"ex-04-slopes": 3, "ex-04-mean": 0, "ex-04-twelve": 0}

@@ -198,12 +198,12 @@ def run_and_judge(autograder: Autograder, cells: list[str], limits: sandbox.Limi
         to_runner_r, to_runner_w = os.pipe()
         (tmp / "work").mkdir()
         job = {"cells": cells, "limits": limits.for_runner(),
-               "uid": sandbox.FIRST_UID + slot if use_sandbox else None,
+               "uid": sandbox.user_id(slot) if use_sandbox else None,
                "from_judge": to_runner_r, "to_judge": to_judge_w,
                "workdir": sandbox.WORKDIR if use_sandbox else str(tmp / "work")}
         (tmp / "job.json").write_text(json.dumps(job))
         if use_sandbox:
-            command = sandbox.bwrap_command(tmp / "job.json", sandbox.write_accounts(tmp, sandbox.FIRST_UID + slot),
+            command = sandbox.bwrap_command(tmp / "job.json", sandbox.write_accounts(tmp, sandbox.user_id(slot)),
                                             limits)
             env = None
         else:

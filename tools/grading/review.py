@@ -25,6 +25,7 @@ import ast
 import builtins
 import difflib
 import re
+import threading
 
 #: The member of ``autograder.zip`` holding the distributed notebook's code cells.
 DISTRIBUTED = "distributed.json"
@@ -239,8 +240,18 @@ def _owners(given: list[dict]) -> list[str | None]:
     return owners
 
 
+#: Python 3.11's parser is not safe to run in two threads at once (its recursion check
+#: is shared: "AST constructor recursion depth mismatch"); the grader reviews in threads.
+_PARSING = threading.Lock()
+
+
 def review(submission, distributed: list[dict] | None, tests: dict[str, str]) -> list[str]:
     """The findings for one submission (an :class:`grading.intake.Submission`)."""
+    with _PARSING:
+        return _review(submission, distributed, tests)
+
+
+def _review(submission, distributed: list[dict] | None, tests: dict[str, str]) -> list[str]:
     parameters = check_parameters(tests)
     check_names = set().union(*parameters.values()) if parameters else set()
     cells = submission.cells

@@ -19,9 +19,10 @@ milliseconds. What the submission's process sees:
 - **limits** the runner sets before any submitted code runs (CPU seconds, address
   space, processes, file size, open files), a wall-clock timeout the grader enforces,
   and an unprivileged user: as root the sandbox is set up as root and the runner then
-  takes a user id of its own (one per concurrent job, so that a fork bomb in one run
-  cannot use up another's process limit: the kernel does not apply that limit to root);
-  otherwise bubblewrap maps the instructor to ``nobody`` in a user namespace.
+  takes a user id of its own (:func:`user_id`: one per concurrent run, so that a fork
+  bomb in one run cannot use up another's process limit; the kernel does not apply that
+  limit to root at all); otherwise bubblewrap maps the instructor to ``nobody`` in a user
+  namespace of its own, where the limit counts that namespace's processes.
 
 Why bubblewrap and not Docker, nor ``unshare``: Docker needs a daemon (and, to run it,
 root-equivalent rights), an image to build and keep in step with the book's libraries,
@@ -45,9 +46,16 @@ CODE = "/grading/code"
 JOB = "/grading/job.json"
 WORKDIR = "/tmp/work"
 HOME = "/tmp/home"
-#: User ids for runs started as root, one per concurrent job: a range set apart for
-#: containers' users, which no account on the machine uses.
+#: User ids for runs started as root come from the range set apart for containers' users
+#: (524288 and up), which no account on the machine uses.
 FIRST_UID = 524288
+
+
+def user_id(slot: int) -> int:
+    """The user id of the run in job slot ``slot`` of this grader: one per concurrent run,
+    and (by the grader's process id) apart from another grader's running beside it, so
+    that the kernel's limit on one user's processes is each run's own."""
+    return FIRST_UID + (os.getpid() % 65536) * 256 + slot % 256
 
 
 @dataclass(frozen=True)
@@ -184,7 +192,7 @@ def check_available(limits: Limits = Limits()) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.json"
         job.write_text("{}")
-        command = bwrap_command(job, write_accounts(Path(tmp), FIRST_UID), limits)
+        command = bwrap_command(job, write_accounts(Path(tmp), user_id(0)), limits)
         probe = command[:command.index(sys.executable)] + ["/bin/sh", "-c", "exit 0"]
         try:
             result = subprocess.run(probe, capture_output=True, text=True, timeout=60)
