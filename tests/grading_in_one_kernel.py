@@ -4,11 +4,13 @@
 that raises does not stop it); at each ``grader.check("q")`` cell a separate process
 checks question ``q`` against the state at that point with every check of the
 autograder, hidden ones included, on values sent to it as data (``tools/grading``), and
-the checks no cell ran are run at the end. Here the same checks (:class:`grading.judge.Judge`)
-read the same data (:class:`grading.runner.Answers`: every value and every call of a
-submitted function goes through :mod:`grading.wire`), only without the processes in
-between. This shares one kernel between versions, so it is for the book's own
-notebooks only, never for students' submissions. The tests grade several versions of every chapter: the solution, the
+the checks no cell ran are run at the end. Here the same checks
+(:class:`grading.judge.Judge`) read the same data (:class:`grading.runner.Answers`:
+every value and every call of a submitted function goes through :mod:`grading.wire`),
+only without the processes in between. This shares one kernel between versions, so it
+is for the book's own notebooks only, never for students' submissions.
+
+The tests grade several versions of every chapter: the solution, the
 untouched student copy, and the solution with one deliberate wrong answer. Graded one
 by one, each would run the whole chapter again, although they differ only in the cells
 of a question.
@@ -16,15 +18,15 @@ of a question.
 :func:`grade_versions` runs them in one kernel, the same way: the code cells that come
 before the first cell where a version differs from the solution are run once for all.
 At that cell the namespace is saved, the version runs its own cells from there to the
-end (its checks recorded as otter records them, and the checks it did not run run after
-its last cell), and the saved namespace is put back before the solution goes on. A
+end (its checks recorded as the grader records them, and the checks it did not run run
+after its last cell), and the saved namespace is put back before the solution goes on. A
 version therefore meets the state that a fresh run of it would meet, with one
 exception: names are restored, but an object that a version's cell changes in place
 stays changed. The solution is graded last, after every version that branched off
 before it, so such a change would show as the solution losing points.
 
 The checks, the support files and the settings come from the chapter's
-``autograder.zip``, as in ``otter run``. The versions must have the same code cells as
+``autograder.zip``, as in the grader. The versions must have the same code cells as
 the solution, differing only in their sources (the student copy and the wrong answers
 are made from it).
 """
@@ -118,7 +120,7 @@ def grade_versions(autograder: Path, versions: dict[str, object], notebook_name:
     source = workdir / "autograder"
     with zipfile.ZipFile(autograder) as archive:
         archive.extractall(source)
-    if (source / "files").is_dir():  # support files go beside the notebook, as in otter run
+    if (source / "files").is_dir():  # support files go beside the notebook
         for item in (source / "files").iterdir():
             (shutil.copytree if item.is_dir() else shutil.copy)(item, workdir / item.name)
     nbformat.write(versions[SOLUTION], workdir / notebook_name)
