@@ -495,7 +495,6 @@ def test_attacks_on_chapter_3(chapters, tmp_path, capsys, monkeypatch):
     spoil = {"ex-03-convert": SPOIL}
     made = {  # name: (notebook, expected total out of 10, a finding the review must show)
         "solution.ipynb": (rope.solution, 10, None),
-        "trimmed.ipynb": (rope.trimmed_solution(), 10, None),
         "garbage.ipynb": (rope.garbage(), 0, None),
         "a1-allclose.ipynb": (rope.garbage(A1), 0, "changes np.allclose (monkeypatching a module)"),
         "a2-checks.ipynb": (rope.garbage(A2), 0, "calls setattr()"),
