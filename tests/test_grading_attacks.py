@@ -747,3 +747,16 @@ def test_no_sandbox_runs_a_trusted_notebook(chapters, tmp_path):
         "ex-04-slopes": "from companion import alibi\n\ndef alibi_slopes(n_heads):\n    return alibi.slopes(n_heads)"}))
     graded = assignments.grade_all(alibi.autograder, [notebook], use_sandbox=False)[notebook]
     assert {q: s["score"] for q, s in graded.scores.items()} == {"ex-04-slopes": 3, "ex-04-mean": 0, "ex-04-twelve": 0}
+
+
+def test_results_must_have_the_autograders_questions_and_points(chapters, tmp_path, monkeypatch):
+    """A8c by another route: a result without every question of the autograder, or with
+    other points, is an error, not a grade (a missing column once read as 0 / 0)."""
+    rope = chapters["03_rope"]
+    loaded = assignments.grading.Autograder.load(rope.autograder)
+    notebook = _write(tmp_path, "any.ipynb", rope.garbage())
+    answer = {"questions": {"ex-03-rotate": {"score": 3.0, "possible": 3.0, "output": ""}},
+              "events": [], "run_cpu_seconds": 0.0, "judge_cpu_seconds": 0.0}
+    monkeypatch.setattr(assignments.grading, "run_and_judge", lambda *args: answer)
+    with pytest.raises(assignments.GradingError, match="not the autograder's"):
+        assignments.grading.grade(loaded, notebook)
