@@ -281,16 +281,16 @@ def yarn_correction_range(d: int, L: int, base: float = ROFORMER_BASE, beta_fast
     (no rounding when ``truncate=False``, Hugging Face's option for gpt-oss), then
     clamped to ``[0, d - 1]`` as in the code (jquesnelle/yarn, ``find_correction_range``;
     Hugging Face ``_compute_yarn_parameters``). Needs ``base > 1`` and
-    ``beta_fast > beta_slow > 0``.
+    ``beta_fast >= beta_slow > 0`` (equal: a step between the two ranges).
     """
     d = _checks.even_positive_int("d", d)
     L = _checks.size("L", L)
     base = _checks.greater_than("base", base, 1.0)
     beta_fast = _checks.positive_float("beta_fast", beta_fast)
     beta_slow = _checks.positive_float("beta_slow", beta_slow)
-    if beta_fast <= beta_slow:
+    if beta_fast < beta_slow:  # equal betas make the ramp a step (its ends one pair apart once rounded)
         raise ValueError(
-            f"beta_fast must be greater than beta_slow ({beta_slow}): it is the turn count of the fast end, "
+            f"beta_fast must be at least beta_slow ({beta_slow}): it is the turn count of the fast end, "
             f"got {beta_fast}"
         )
     truncate = _checks.boolean("truncate", truncate)
