@@ -22,7 +22,7 @@ import tokenize
 from pathlib import Path
 
 MODULES = ["attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "trained_range",
-           "interpolation", "sampling", "configs", "precision", "symbolic"]
+           "interpolation", "sampling", "configs", "precision", "mrope", "layers", "sinks", "remap", "symbolic"]
 CHECK_PREFIXES = ("_checks.", "_contracts.")
 
 

@@ -14,6 +14,10 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.sampling` -- positions read at whole numbers: aliasing and clock hands (chapter 8)
 - :mod:`companion.configs` -- what a checkpoint's ``config.json`` makes the library run (chapter 10)
 - :mod:`companion.precision` -- RoPE angles, tables and scores in float32, bfloat16 and float16 (chapter 10)
+- :mod:`companion.mrope` -- RoPE over several position axes: M-RoPE and 2-D RoPE (chapter 11)
+- :mod:`companion.layers` -- position settings per layer: local/global, RoPE/NoPE, chunks, QK-norm (chapter 11)
+- :mod:`companion.sinks` -- attention sinks: StreamingLLM's cache and gpt-oss's learned sink (chapter 11)
+- :mod:`companion.remap` -- ReRoPE, Leaky ReRoPE and Dual Chunk Attention (chapter 11)
 - :mod:`companion.symbolic` -- SymPy building blocks for the proofs
 - :mod:`companion.checks` -- checks of exercise answers that say what was expected
 - :mod:`companion.exercises` -- typical wrong answers to exercises, which the checks name
@@ -34,7 +38,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "trained_range", "interpolation",
-    "sampling", "symbolic", "checks", "exercises", "configs", "precision",
+    "sampling", "symbolic", "checks", "exercises", "configs", "precision", "mrope", "layers", "sinks", "remap",
 ]
 
 

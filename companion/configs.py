@@ -566,10 +566,10 @@ def config_extension(config: Config, context: Count, trained_length: Count | Non
     size (for ``proportional``, its non-zero pairs). The trained range is
     ``trained_length`` (default: :attr:`RopeSettings.original_length`, else
     ``max_position_embeddings``); the extension factor is ``s = context /
-    trained_length`` (at least 1). Returns :class:`companion.scaling.Extension` with
+    trained_length`` (at least 1). Returns :class:`companion.trained_range.Extension` with
     ``method`` set to the rope type: per-pair turns in training, angle ratios
-    ``s theta'_i / theta_i`` (:func:`companion.scaling.angle_ratio`), the pairs out of
-    range (:func:`companion.scaling.out_of_range`) and their count.
+    ``s theta'_i / theta_i`` (:func:`companion.trained_range.angle_ratio`), the pairs out of
+    range (:func:`companion.trained_range.out_of_range`) and their count.
     """
     settings = _settings(config, layer_type)
     L = trained_length or settings.original_length or settings.max_position_embeddings

@@ -40,13 +40,13 @@ import numpy as np
 import sympy as sp
 import torch
 
-from companion import (_contracts, absolute, alibi, attention, configs, interpolation, nope, precision, relative,
-                       rope, sampling, scaling, symbolic, trained_range)
+from companion import (_contracts, absolute, alibi, attention, configs, interpolation, layers, mrope, nope, precision,
+                       relative, remap, rope, sampling, scaling, sinks, symbolic, trained_range)
 
 MODULES = {"attention": attention, "absolute": absolute, "relative": relative, "rope": rope,
            "alibi": alibi, "nope": nope, "scaling": scaling, "trained_range": trained_range,
            "interpolation": interpolation, "sampling": sampling, "configs": configs, "precision": precision,
-           "symbolic": symbolic}
+           "mrope": mrope, "layers": layers, "sinks": sinks, "remap": remap, "symbolic": symbolic}
 
 #: Result types that hold what a function returned; companion builds them, they check nothing.
 RECORDS = {
@@ -556,6 +556,10 @@ YARN_AT_3K = configs.frequencies_at(YARN, 3000)
 SYM_S = symbolic.symbol_matrix("s", 2, 2)
 SYM_X = symbolic.symbol_matrix("x", 2, 2)
 A_SYM, B_SYM = sp.symbols("a b", real=True)
+MROPE_P = np.array([[0, 0, 1, 1, 2], [0, 1, 0, 1, 2], [0, 1, 2, 0, 3]])
+X58 = rng.normal(size=(5, D))
+PLAN_LOCAL = layers.LayerPlan(rope=True, base=10000.0, window=4)
+PLANS = layers.gemma3(6, every=3, window=16)
 
 
 def _close_to(expected):
@@ -1033,6 +1037,163 @@ EXAMPLES: dict[str, Example] = {
         Case('context shorter than training', {'context': 1000}),
     ]),
     "configs.published": Example(configs.published, dict(name='Llama 2 7B')),
+    # --- mrope ----------------------------------------------------------------
+    "mrope.pair_axes": Example(mrope.pair_axes, dict(sections=[1, 1, 2], layout='sectioned'), [
+        Case('interleaved with two sections', {'sections': [2, 2], 'layout': 'interleaved'}, names=('sections',)),
+        Case('no room to interleave', {'sections': [1, 1, 2], 'layout': 'interleaved'}, names=('sections',)),
+    ]),
+    "mrope.axis_frequencies": Example(mrope.axis_frequencies, dict(inv_freq=TH, axes=[0, 1, 2, 2]), [
+        Case('one axis too few', {'axes': [0, 1, 2]}),
+    ]),
+    "mrope.angles": Example(mrope.angles, dict(positions=MROPE_P, inv_freq=TH, axes=[0, 1, 2, 2]), [
+        Case('two rows for three axes', {'positions': MROPE_P[:2]}),
+        Case('axes of the wrong length', {'axes': [0, 1]}),
+        Case('text positions are plain RoPE', {'positions': np.tile(np.arange(5), (3, 1))},
+             _close_to(rope.angles(np.arange(5), TH))),
+    ]),
+    "mrope.rotate": Example(mrope.rotate, dict(x=X58, positions=MROPE_P, inv_freq=TH, axes=[0, 1, 2, 2],
+                                               layout='split'), [
+        Case('x of another width', {'x': X58[:, :6]}, names=('x',)),
+        Case('positions for 4 tokens', {'positions': MROPE_P[:, :4]}, names=('positions',)),
+        Case('two rows for three axes', {'positions': MROPE_P[:2]}, names=('positions',)),
+        Case('text positions are plain RoPE', {'positions': np.tile(np.arange(5), (3, 1))},
+             _close_to(rope.rotate(X58, np.arange(5), TH, 'split'))),
+    ]),
+    "mrope.text_positions": Example(mrope.text_positions, dict(n=4, start=2), [
+        Case('huge n', {'n': 2 ** 31}),
+    ]),
+    "mrope.vision_positions": Example(
+        mrope.vision_positions, dict(grid_thw=(2, 4, 6), start=3, spatial_merge_size=2, time_interval=1.0), [
+        Case('two sizes', {'grid_thw': (4, 6)}),
+        Case('height not a multiple of the merge', {'grid_thw': (1, 3, 6)}, names=('grid_thw', 'spatial_merge_size')),
+        Case('huge grid', {'grid_thw': (2 ** 12, 2 ** 12, 2 ** 12)}),
+        Case('positions beyond the range', {'time_interval': 1e300}),
+    ]),
+    "mrope.multimodal_positions": Example(
+        mrope.multimodal_positions, dict(segments=[3, (1, 4, 4), 2], spatial_merge_size=2), [
+        Case('empty', {'segments': []}),
+        Case('a zero-length text run', {'segments': [0, (1, 4, 4)]}),
+        Case('a grid of two sizes', {'segments': [3, (4, 4)]}),
+        Case('a grid not merged whole', {'segments': [3, (1, 3, 4)]}, names=('segments', 'spatial_merge_size')),
+        Case('a bool', {'segments': [True]}),
+        Case('a string', {'segments': ['abc']}),
+        Case('grids as lists', {'segments': [3, [1, 4, 4], 2]}, 'valid'),
+    ]),
+    "mrope.axial_inv_freq": Example(mrope.axial_inv_freq, dict(d=D, base=10000.0), [
+        Case('d not a multiple of 4', {'d': 6}),
+    ]),
+    "mrope.axial_pair_axes": Example(mrope.axial_pair_axes, dict(d=D), [
+        Case('d not a multiple of 4', {'d': 6}),
+    ]),
+    "mrope.patch_positions": Example(mrope.patch_positions, dict(h=4, w=6, spatial_merge_size=2), [
+        Case('h not a multiple of the merge', {'h': 3}, names=('h', 'spatial_merge_size')),
+        Case('huge grid', {'h': 2 ** 16, 'w': 2 ** 16}, names=('h', 'w')),
+    ]),
+    # --- layers ---------------------------------------------------------------
+    "layers.LayerPlan": Example(layers.LayerPlan, dict(rope=True, base=10000.0, factor=2.0, window=16, chunk=None,
+                                                        qk_norm=False, temperature=False)),
+    "layers.gemma2": Example(layers.gemma2, dict(n_layers=4, window=16, base=10000.0)),
+    "layers.gemma3": Example(layers.gemma3, dict(n_layers=6, every=3, window=16, local_base=10000.0,
+                                                 global_base=1e6, global_factor=8.0)),
+    "layers.gpt_oss": Example(layers.gpt_oss, dict(n_layers=4, window=16, base=150000.0)),
+    "layers.llama4": Example(layers.llama4, dict(n_layers=8, nope_every=4, chunk=64, base=500000.0, qk_norm=True)),
+    "layers.smollm3": Example(layers.smollm3, dict(n_layers=8, nope_every=4, base=5e6)),
+    "layers.rnope_swa": Example(layers.rnope_swa, dict(n_layers=8, every=4, window=16, base=10000.0)),
+    "layers.sliding_window_mask": Example(layers.sliding_window_mask, dict(n=6, window=3), [
+        Case('huge n', {'n': 2 ** 20}),
+    ]),
+    "layers.chunked_mask": Example(layers.chunked_mask, dict(n=6, chunk=4), [
+        Case('huge n', {'n': 2 ** 20}),
+    ]),
+    "layers.layer_mask": Example(layers.layer_mask, dict(plan=PLAN_LOCAL, n=6), [
+        Case('a dict for a plan', {'plan': {'rope': True}}),
+        Case('huge n', {'n': 2 ** 20}),
+    ]),
+    "layers.reach": Example(layers.reach, dict(plan=PLAN_LOCAL, n=6)),
+    "layers.longest_rotated_distance": Example(layers.longest_rotated_distance, dict(plans=PLANS, n=64), [
+        Case('a list of dicts', {'plans': [{'rope': True}]}),
+        Case('no layers', {'plans': []}, lambda r: r == 0),
+    ]),
+    "layers.cached_keys": Example(layers.cached_keys, dict(plans=PLANS, n=64), [
+        Case('a list of strings', {'plans': ['global']}),
+    ]),
+    "layers.layer_frequencies": Example(layers.layer_frequencies, dict(plan=PLAN_LOCAL, d=D), [
+        Case('a NoPE layer', {'plan': layers.LayerPlan(rope=False)}, lambda r: r is None),
+    ]),
+    "layers.qk_rms_norm": Example(layers.qk_rms_norm, dict(x=Q3, eps=1e-5), [
+        Case('a zero row', {'x': np.zeros((2, D))}, lambda r: np.array_equal(r, np.zeros((2, D)))),
+        Case('eps 0 on a zero row', {'x': np.zeros((2, D)), 'eps': 0.0}, names=('eps',)),
+        Case('eps 0', {'eps': 0.0}, lambda r: np.allclose(np.mean(r ** 2, axis=-1), 1.0)),
+    ]),
+    # --- sinks ----------------------------------------------------------------
+    "sinks.softmax_with_sink": Example(sinks.softmax_with_sink, dict(scores=BIAS34, sink_logit=[0.5, -1.0, 2.0]), [
+        Case('one sink per key', {'sink_logit': [0.5, -1.0, 2.0, 0.0]}),
+        Case('a row with neither key nor sink', {'scores': np.full((3, 4), -INF), 'sink_logit': -INF},
+             names=('scores', 'sink_logit')),
+        Case('no sink is the softmax', {'sink_logit': -INF}, _close_to(attention.softmax(BIAS34))),
+    ]),
+    "sinks.sink_weight": Example(sinks.sink_weight, dict(scores=BIAS34, sink_logit=[0.5, -1.0, 2.0]), [
+        Case('one sink per key', {'sink_logit': [0.5, -1.0, 2.0, 0.0]}),
+        Case('a row with neither key nor sink', {'scores': np.full((3, 4), -INF), 'sink_logit': -INF},
+             names=('scores', 'sink_logit')),
+    ]),
+    "sinks.attention_with_sink": Example(
+        sinks.attention_with_sink, dict(q=np.stack([Q3, Q3]), k=np.stack([K4, K4]), v=np.stack([V4, V4]),
+                                        sink_logit=[0.5, -1.0], mask=CAUSAL35[:, 1:]), [
+        Case('d mismatch', {'k': np.stack([K4, K4])[..., :7]}, names=('q', 'k')),
+        Case('n_keys mismatch', {'v': np.stack([V4, V4])[:, :3]}, names=('k', 'v')),
+        Case('three sinks for two heads', {'sink_logit': [0.5, -1.0, 0.0]}),
+        Case('mask of the wrong shape', {'mask': np.ones((3, 5), dtype=bool)}),
+    ]),
+    "sinks.uniform_weights_with_sink": Example(sinks.uniform_weights_with_sink, dict(n=5, sink_logit=0.7), [
+        Case('huge n', {'n': 2 ** 20}),
+    ]),
+    "sinks.counted_mass": Example(sinks.counted_mass, dict(n=5, sink_logit=0.7)),
+    "sinks.read_count": Example(sinks.read_count, dict(mass=[0.3, 0.5, 0.9], sink_logit=0.7), [
+        Case('a mass of 1', {'mass': [0.5, 1.0]}),
+        Case('a mass of 0', {'mass': [0.0, 0.5]}),
+    ]),
+    "sinks.streaming_cache": Example(sinks.streaming_cache, dict(n_tokens=12, window=5, n_sink=4), [
+        Case('no sinks', {'n_sink': 0}, lambda r: r[0].tolist() == list(range(7, 12))),
+    ]),
+    # --- remap ----------------------------------------------------------------
+    "remap.rerope_distance": Example(remap.rerope_distance, dict(distance=[0, 3, 9, 40], window=8), [
+        Case('a negative distance', {'distance': [0, -1]}),
+    ]),
+    "remap.leaky_rerope_distance": Example(
+        remap.leaky_rerope_distance, dict(distance=[0, 3, 9, 40], window=8, leak=16.0), [
+        Case('a negative distance', {'distance': [0, -1]}),
+    ]),
+    "remap.relative_distances": Example(remap.relative_distances, dict(n=5), [
+        Case('huge n', {'n': 2 ** 20}),
+    ]),
+    "remap.dca_query_positions": Example(remap.dca_query_positions, dict(n=12, chunk=4, trained_length=6), [
+        Case('chunk as long as training', {'chunk': 6}),
+    ]),
+    "remap.dca_distances": Example(remap.dca_distances, dict(n=12, chunk=4, trained_length=6), [
+        Case('chunk as long as training', {'chunk': 6}),
+        Case('huge n', {'n': 2 ** 20}),
+    ]),
+    "remap.remapped_scores": Example(
+        remap.remapped_scores, dict(q=Q3, k=K4, inv_freq=TH, distances=BIAS34, layout='split'), [
+        Case('k of another width', {'k': K4[:, :6]}, names=('k',)),
+        Case('distances of the wrong shape', {'distances': BIAS34[:, :3]}),
+        Case('plain distances are RoPE', {'distances': np.subtract.outer(np.arange(3), np.arange(4)) * 1.0},
+             _close_to(rope.rotate(Q3, np.arange(3), TH, 'split') @ rope.rotate(K4, np.arange(4), TH, 'split').T)),
+    ]),
+    "remap.rerope_two_pass": Example(
+        remap.rerope_two_pass, dict(q=Q3, k=K4, inv_freq=TH, window=2, leak=None, layout='split'), [
+        Case('k of another width', {'k': K4[:, :6]}, names=('k',)),
+        Case('leaky', {'leak': 4}, lambda r: r.shape == (3, 4)),
+        Case('window times leak beyond the range', {'window': 2 ** 31, 'leak': 4}, names=('window', 'leak')),
+    ]),
+    "remap.dca_scores": Example(
+        remap.dca_scores, dict(q=Q3, k=K4[:3], inv_freq=TH, chunk=2, trained_length=3, layout='split'), [
+        Case('k of another width', {'k': K4[:3, :6]}, names=('k',)),
+        Case('more keys than queries', {'k': K4}, names=('q', 'k')),
+        Case('chunk as long as training', {'chunk': 3}),
+    ]),
+    "remap.logn_scale": Example(remap.logn_scale, dict(positions=[0, 5, 100], trained_length=8)),
 }
 
 

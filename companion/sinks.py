@@ -1,0 +1,197 @@
+r"""Attention sinks: where a softmax puts the weight that no key should get.
+
+A softmax row must sum to 1, so a head that finds nothing relevant still has to
+spend its weight somewhere. Trained language models spend it on the first tokens
+of the input, whatever they are (Xiao et al. 2023, "Efficient Streaming Language
+Models with Attention Sinks", arXiv:2309.17453): keep those first tokens in the
+cache and a model can stream past its training length with a rolling window of
+recent keys (:func:`streaming_cache`, StreamingLLM); drop them and it breaks.
+
+gpt-oss (OpenAI 2025, arXiv:2508.10925) builds the sink in: every head has a learned
+logit ``z_h`` that joins the softmax's denominator and has no value,
+
+.. math::
+
+    w_j = \frac{e^{s_j}}{e^{z_h} + \sum_k e^{s_k}}, \qquad \text{out} = \sum_j w_j v_j ,
+
+so the weights of a row sum to ``1 - e^{z_h} / (e^{z_h} + \sum_k e^{s_k}) < 1``
+(:func:`softmax_with_sink`; OpenAI's reference ``sdpa`` in ``gpt_oss/torch/model.py``,
+Transformers' ``GptOssAttention`` and its ``eager_attention_forward``).
+
+A sink also changes the position signal of a head without positions (chapter 5):
+with equal scores, query ``i`` of a causal head gives each of its ``i + 1`` keys the
+weight ``1 / (i + 1 + e^z)``, and the total weight on real keys,
+``(i + 1) / (i + 1 + e^z)``, grows with ``i``. Values that are all equal, which
+carry no position through a plain softmax, carry it through a sink
+(:func:`counted_mass`, :func:`read_count`).
+"""
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+
+from . import attention as _attention
+from ._contracts import (Array, Finite, Mask, NonNegative, Real, Reals, Sequences, Size, contract, entries,
+                         leading_dims_broadcast, mask_and_bias_fit, rule, same_last_dim, same_size)
+
+__all__ = [
+    "softmax_with_sink",
+    "sink_weight",
+    "attention_with_sink",
+    "uniform_weights_with_sink",
+    "counted_mass",
+    "read_count",
+    "streaming_cache",
+]
+
+#: Scores ``(..., n_keys)``: finite, or ``-inf`` for a masked key.
+Scores = Annotated[np.ndarray, Array(ndim_at_least=1, neg_inf=True)]
+#: Sink logits ``z``, one per row or per head: real, ``-inf`` for no sink.
+SinkLogits = Annotated[np.ndarray, Array(neg_inf=True)]
+#: Finite sink logits, one per head.
+FiniteSinkLogits = Annotated[np.ndarray, Array()]
+#: One finite sink logit ``z``.
+SinkLogit = Annotated[float, Real()]
+
+_SQUARE = entries("n * n", lambda n: n * n)
+
+
+def _one_sink_per_row(scores, sink_logit) -> None:
+    """``sink_logit`` broadcasts to ``scores.shape[:-1]``, and every row keeps a key or the sink."""
+    try:
+        z = np.broadcast_to(sink_logit, scores.shape[:-1])
+    except ValueError as err:
+        raise ValueError(f"sink_logit of shape {sink_logit.shape} must broadcast to scores.shape[:-1] = "
+                         f"{scores.shape[:-1]} (one per row)") from err
+    if np.any(np.all(scores == -np.inf, axis=-1) & (z == -np.inf)):
+        raise ValueError("scores and sink_logit must leave every row something to attend to")
+
+
+def _strictly_between_0_and_1(mass) -> None:
+    """Every mass lies in ``(0, 1)``: what a sink can leave to the real keys."""
+    if np.any(mass <= 0) or np.any(mass >= 1):
+        raise ValueError("mass must lie strictly between 0 and 1: the weight a sink leaves to real keys, "
+                         f"got values from {mass.min()} to {mass.max()}")
+
+
+def _one_sink_per_head(q, sink_logit) -> None:
+    """``sink_logit`` broadcasts to ``q.shape[:-2]``: one per head."""
+    try:
+        np.broadcast_to(sink_logit, q.shape[:-2])
+    except ValueError as err:
+        raise ValueError(f"sink_logit of shape {sink_logit.shape} must broadcast to q.shape[:-2] = "
+                         f"{q.shape[:-2]} (one per head)") from err
+
+
+@contract(_one_sink_per_row)
+def softmax_with_sink(scores: Scores, sink_logit: SinkLogits) -> np.ndarray:
+    r"""Softmax over the last axis with one extra logit ``z`` in the denominator: ``e^{s_j} / (e^z + sum_k e^{s_k})``.
+
+    ``scores``: ``(..., n_keys)``, ``-inf`` for a masked key; ``sink_logit``: real,
+    broadcastable to ``scores.shape[:-1]`` (one per head for gpt-oss). Returns the
+    weights of the real keys, the shape of ``scores``; each row sums to less than 1, the
+    rest being :func:`sink_weight`. ``sink_logit = -inf`` is the plain softmax.
+    Computed as a softmax over the keys and the sink together, shifted by the row's
+    largest logit (as Transformers' gpt-oss attention does).
+    """
+    s, z = scores, np.broadcast_to(sink_logit, scores.shape[:-1])
+    # logits of the row with the sink appended: (..., n_keys + 1)
+    logits = np.concatenate([s, z[..., None]], axis=-1)
+    # w_j = e^{s_j} / (e^z + sum_k e^{s_k}): the softmax of the row, without its last entry
+    return _attention.softmax.__wrapped__(logits, -1)[..., :-1]
+
+
+@contract(_one_sink_per_row)
+def sink_weight(scores: Scores, sink_logit: SinkLogits) -> np.ndarray:
+    r"""The weight the sink takes from each row: ``e^z / (e^z + sum_k e^{s_k}) = 1 - sum_j w_j``.
+
+    Shapes as in :func:`softmax_with_sink`, without the last axis.
+    """
+    s, z = scores, np.broadcast_to(sink_logit, scores.shape[:-1])
+    # log(e^z + sum_k e^{s_k}) without overflow
+    log_denominator = np.logaddexp(z, np.logaddexp.reduce(s, axis=-1))
+    # e^{z - log(denominator)}
+    return np.exp(z - log_denominator)
+
+
+@contract(same_last_dim("q", "k", "d"), same_size("k", "v", axis=-2, what="number of rows n_keys"),
+          leading_dims_broadcast("q", "k", "v"), rule(("q", "k", "mask"), mask_and_bias_fit), _one_sink_per_head)
+def attention_with_sink(q: Sequences, k: Sequences, v: Sequences, sink_logit: FiniteSinkLogits,
+                        mask: Mask | None = None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Scaled dot-product attention whose softmax has a sink: gpt-oss's attention for one or more heads.
+
+    .. math:: S = \frac{q k^T}{\sqrt{d}}, \quad w = \text{softmax\_with\_sink}(S, z), \quad \text{out} = w\, v .
+
+    ``q``: ``(..., n_queries, d)``; ``k``: ``(..., n_keys, d)``; ``v``: ``(..., n_keys,
+    d_v)``; ``sink_logit``: broadcastable to ``q.shape[:-2]`` (one per head);
+    ``mask``: optional boolean ``(..., n_queries, n_keys)``, ``True`` = may attend.
+    Returns ``(out, weights)``; the sink has no value, so it adds nothing to ``out``.
+    """
+    # S = q k^T / sqrt(d), shape (..., n_queries, n_keys)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        # masked keys get -inf and weight 0
+        scores = np.where(mask, scores, -np.inf)
+    # one sink per head, the same for every query of the head: (..., 1)
+    z = np.broadcast_to(sink_logit, q.shape[:-2])[..., None]
+    # w = e^{S} / (e^{z} + sum e^{S})
+    weights = softmax_with_sink.__wrapped__(scores, z)
+    # out = w v
+    return weights @ v, weights
+
+
+@contract(_SQUARE)
+def uniform_weights_with_sink(n: Size, sink_logit: SinkLogit) -> np.ndarray:
+    r"""Weights of a causal head with equal scores and a sink: ``A_ij = 1 / (i + 1 + e^z)`` for ``j <= i``.
+
+    The sink-free version is chapter 5's ``1 / (i + 1)``
+    (:func:`companion.nope.uniform_causal_weights`). Shape ``(n, n)``; row ``i`` sums to
+    :func:`counted_mass` at ``i``.
+    """
+    # scores 0 on the causal triangle, -inf above it
+    scores = np.where(_attention.causal_mask.__wrapped__(n), 0.0, -np.inf)
+    # e^0 / (e^z + (i + 1) e^0)
+    return softmax_with_sink.__wrapped__(scores, np.full(n, sink_logit))
+
+
+@contract
+def counted_mass(n: Size, sink_logit: SinkLogit) -> np.ndarray:
+    r"""Total weight on real keys of a uniform causal head with a sink, ``(i + 1) / (i + 1 + e^z)``, ``i = 0 .. n-1``.
+
+    This is the output of the head at position ``i`` when every value is 1: without a
+    sink it is 1 everywhere (no position), with a sink it rises with ``i`` and reveals
+    it (:func:`read_count`). Shape ``(n,)``.
+    """
+    count = np.arange(1, n + 1, dtype=np.float64)
+    # (i + 1) / (i + 1 + e^z)
+    return count / (count + np.exp(sink_logit))
+
+
+@contract(_strictly_between_0_and_1, result=Finite("sink_logit", "e^z overflows float64: use a smaller sink logit"))
+def read_count(mass: Reals, sink_logit: SinkLogit) -> np.ndarray:
+    r"""Invert :func:`counted_mass`: ``i = e^z m / (1 - m) - 1`` for a mass ``m`` in ``(0, 1)``.
+
+    Returns float64 of the shape of ``mass``: the position, a whole number when
+    ``mass`` came from :func:`counted_mass`.
+    """
+    # m = c / (c + e^z)  =>  c = e^z m / (1 - m), and i = c - 1
+    return np.exp(sink_logit) * mass / (1.0 - mass) - 1.0
+
+
+@contract
+def streaming_cache(n_tokens: Size, window: Size, n_sink: NonNegative = 4) -> tuple[np.ndarray, np.ndarray]:
+    r"""StreamingLLM's cache after ``n_tokens`` tokens: the first ``n_sink`` and the last ``window`` (the rolling part).
+
+    Returns ``(kept, positions)``: the indices of the tokens whose keys and values are
+    kept, in order, and the positions the model gives them, which are their places in
+    the cache, ``0 .. len(kept) - 1``, not in the text (Xiao et al. 2023, section 3.2:
+    keys are cached before the rotation and rotated by their cache position at every
+    step). Four sink tokens are the paper's default. ``n_tokens <= n_sink + window``
+    keeps everything.
+    """
+    # sinks: 0 .. n_sink - 1; rolling window: the last `window` tokens
+    recent = np.arange(max(n_sink, n_tokens - window), n_tokens)
+    kept = np.concatenate([np.arange(min(n_sink, n_tokens)), recent])
+    # positions within the cache
+    return kept, np.arange(kept.size)
