@@ -92,13 +92,15 @@ class Kind:
 
 
 class Integer(Kind):
-    """A whole number (``bool`` refused; numpy integers accepted) in ``lo..hi``, even if ``even``."""
+    """A whole number (``bool`` refused; numpy integers accepted) in ``lo..hi``, even if ``even``, a multiple
+    of ``multiple`` when given."""
 
-    def __init__(self, lo: int | None = None, hi: int | None = None, even: bool = False, why: str = ""):
-        self.lo, self.hi, self.even, self.why = lo, hi, even, why
+    def __init__(self, lo: int | None = None, hi: int | None = None, even: bool = False, why: str = "",
+                 multiple: int | None = None):
+        self.lo, self.hi, self.even, self.why, self.multiple = lo, hi, even, why, multiple
 
     def describe(self) -> str:
-        what = "an even integer" if self.even else "an integer"
+        what = f"a multiple of {self.multiple}" if self.multiple else "an even integer" if self.even else "an integer"
         if self.lo is not None and self.hi is not None:
             what += f" in {self.lo}..{self.hi}"
         elif self.lo is not None:
@@ -110,7 +112,7 @@ class Integer(Kind):
     def __call__(self, name, value):
         if (type(value) is not int and (isinstance(value, bool) or not isinstance(value, numbers.Integral))) or \
                 (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi) or \
-                (self.even and value % 2):
+                (self.even and value % 2) or (self.multiple and value % self.multiple):
             raise ValueError(f"{name} must be {self.describe()}, got {value!r}")
         return int(value)
 
@@ -241,10 +243,11 @@ class WholeNumbers(Kind):
 
 
 class PositiveCounts(Kind):
-    """A non-empty sequence of integers >= 1 (all different if ``distinct``), returned as a list of ints."""
+    """A non-empty sequence of integers >= 1 (all different if ``distinct``; ``length`` of them when given,
+    ``what`` naming them), returned as a list of ints."""
 
-    def __init__(self, distinct: bool = False):
-        self.distinct = distinct
+    def __init__(self, distinct: bool = False, length: int | None = None, what: str = ""):
+        self.distinct, self.length, self.what = distinct, length, what
 
     def __call__(self, name, value):
         try:
@@ -257,6 +260,8 @@ class PositiveCounts(Kind):
             if isinstance(item, bool) or not isinstance(item, numbers.Integral) or item < 1:
                 raise ValueError(f"{name} must hold integers >= 1 only, got {item!r} in {items!r}")
         out = [int(item) for item in items]
+        if self.length is not None and len(out) != self.length:
+            raise ValueError(f"{name} must be {self.length} integers >= 1 {self.what}, got {value!r}")
         if self.distinct and len(set(out)) != len(out):
             raise ValueError(f"{name} must not repeat, got {items!r}")
         return out
@@ -665,16 +670,20 @@ def ordered(low: str, high: str, strict: bool = True, why: str = "") -> Callable
     return rule((low, high), check)
 
 
-def broadcast_to_leading(positions: str, x: str) -> Callable:
-    """A rule: the array ``positions`` broadcasts to ``x.shape[:-1]`` (one position per vector of ``x``)."""
+def broadcast_to_leading(positions: str, x: str, drop: int = 1, why: str = "", onto: bool = False) -> Callable:
+    """A rule: the array ``positions`` broadcasts with ``x.shape[:-drop]`` (one position per vector of ``x``;
+    with ``drop = 2``, one per matrix, such as one per head); with ``onto``, to that shape exactly."""
     def check(m, v):
         if m is None:
             return
         try:
-            np.broadcast_shapes(tuple(m.shape), tuple(v.shape[:-1]))
+            if onto:
+                np.broadcast_to(m, v.shape[:-drop])
+            else:
+                np.broadcast_shapes(tuple(m.shape), tuple(v.shape[:-drop]))
         except ValueError as err:
-            raise ValueError(f"{positions} of shape {tuple(m.shape)} must broadcast to {x}.shape[:-1] = "
-                             f"{tuple(v.shape[:-1])}") from err
+            raise ValueError(f"{positions} of shape {tuple(m.shape)} must broadcast to {x}.shape[:-{drop}] = "
+                             f"{tuple(v.shape[:-drop])}{why}") from err
     return rule((positions, x), check)
 
 

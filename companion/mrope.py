@@ -53,8 +53,9 @@ from typing import Annotated
 import numpy as np
 
 from . import rope as _rope
-from ._contracts import (MAX_POSITION, EvenSize, Frequencies, InstanceOf, Integer, OneOf, Positions, Positive,
-                         PositiveCounts, Size, Vectors, WholeNumbers, contract, entries, limit, pairs_fit)
+from ._contracts import (MAX_POSITION, Frequencies, InstanceOf, Integer, OneOf, Positions, Positive,
+                         PositiveCounts, Size, Vectors, WholeNumbers, contract, entries, limit, pairs_fit,
+                         same_shape)
 
 __all__ = [
     "AXES",
@@ -84,14 +85,16 @@ QWEN3_VL_SECTIONS = (24, 20, 20)
 
 #: How the pairs are given to the axes, one of :data:`LAYOUTS`.
 Layout = Annotated[str, OneOf(*LAYOUTS)]
-#: Pairs per axis (``mrope_section``), or a grid ``(t, h, w)``: integers >= 1.
+#: Pairs per axis (``mrope_section``): integers >= 1.
 Counts = Annotated[list, PositiveCounts()]
+#: A grid of patches ``(t, h, w)``: three integers >= 1.
+Grid = Annotated[list, PositiveCounts(length=3, what="(t, h, w)")]
 #: The axis that owns each pair: integers >= 0.
 Axes = Annotated[np.ndarray, WholeNumbers(what="axis numbers >= 0")]
 #: Where a segment starts: an integer in 0..2**32.
 Start = Annotated[int, Integer(0, MAX_POSITION)]
-#: A head width of axial 2-D RoPE: even, and a multiple of 4 by :func:`_two_axes_of_pairs`.
-AxialWidth = EvenSize
+#: A head width of axial 2-D RoPE: a multiple of 4.
+AxialWidth = Annotated[int, Integer(4, MAX_POSITION, multiple=4, why="two axes of whole pairs")]
 #: A mixed sequence: text lengths (int) and ``(t, h, w)`` grids, in order.
 Segments = Annotated[list, InstanceOf((list, tuple), "a list of text lengths and (t, h, w) grids")]
 
@@ -99,6 +102,8 @@ Segments = Annotated[list, InstanceOf((list, tuple), "a list of text lengths and
 # ---------------------------------------------------------------------------
 # Rules between parameters
 # ---------------------------------------------------------------------------
+
+_ONE_AXIS_PER_PAIR = same_shape("inv_freq", "axes", why=" (one axis per pair)")
 
 def _room_to_interleave(sections, layout) -> None:
     """The interleaved layout has three sections, and ``3 max(s_1, s_2) <= sum(sections)``."""
@@ -110,12 +115,6 @@ def _room_to_interleave(sections, layout) -> None:
     if 3 * max(sections[1], sections[2]) > sum(sections):
         raise ValueError(f"sections must leave room to interleave: 3 * max(height, width) <= "
                          f"sum(sections) = {sum(sections)}, got {sections}")
-
-
-def _one_axis_per_pair(inv_freq, axes) -> None:
-    """``axes`` names the owner of every pair: shape ``(d/2,)``."""
-    if axes.shape != inv_freq.shape:
-        raise ValueError(f"axes must give one axis per pair, shape {inv_freq.shape}, got {axes.shape}")
 
 
 def _one_row_per_axis(positions, axes) -> None:
@@ -132,12 +131,6 @@ def _positions_fit_x(x, positions) -> None:
     except ValueError as err:
         raise ValueError(f"positions of shape {positions.shape} must be (n_axes,) + a shape that broadcasts to "
                          f"x.shape[:-1] = {x.shape[:-1]}") from err
-
-
-def _three_sizes(grid_thw) -> None:
-    """``grid_thw`` is ``(t, h, w)``."""
-    if len(grid_thw) != 3:
-        raise ValueError(f"grid_thw must be three integers (t, h, w), got {grid_thw!r}")
 
 
 def _merged_grid(grid_thw, spatial_merge_size) -> None:
@@ -162,16 +155,10 @@ def _text_and_grids(segments, spatial_merge_size) -> None:
     for item in segments:
         if isinstance(item, numbers.Integral) and not isinstance(item, bool):
             Integer(1, MAX_POSITION)("segments (a text run)", item)
-        elif not isinstance(item, (tuple, list, np.ndarray)) or len(item) != 3:
-            raise ValueError(f"segments must be a list of text lengths and (t, h, w) grids, got {item!r} in it")
         else:
-            _merged_grid(PositiveCounts()("segments (a grid)", item), spatial_merge_size)
+            _merged_grid(PositiveCounts(length=3, what="(t, h, w)")("segments (a grid)", item), spatial_merge_size)
 
 
-def _two_axes_of_pairs(d) -> None:
-    """``d`` is a multiple of 4: two axes of whole pairs."""
-    if d % 4:
-        raise ValueError(f"d must be a multiple of 4 (two axes of whole pairs), got {d}")
 
 
 # ---------------------------------------------------------------------------
@@ -202,7 +189,7 @@ def pair_axes(sections: Counts, layout: Layout = "sectioned") -> np.ndarray:
     return owner
 
 
-@contract(_one_axis_per_pair)
+@contract(_ONE_AXIS_PER_PAIR)
 def axis_frequencies(inv_freq: Frequencies, axes: Axes) -> np.ndarray:
     r"""The frequency vector of each axis: ``theta^(a)_i = theta_i`` if ``a(i) = a``, else 0.
 
@@ -215,7 +202,7 @@ def axis_frequencies(inv_freq: Frequencies, axes: Axes) -> np.ndarray:
     return np.where(axes[None, :] == np.arange(axes.max() + 1)[:, None], inv_freq[None, :], 0.0)
 
 
-@contract(_one_axis_per_pair, _one_row_per_axis,
+@contract(_ONE_AXIS_PER_PAIR, _one_row_per_axis,
           entries("positions.size * len(inv_freq)", lambda positions, inv_freq: positions.size * inv_freq.size))
 def angles(positions: Positions, inv_freq: Frequencies, axes: Axes) -> np.ndarray:
     r"""The angles ``phi[..., i] = p_{a(i)} theta_i``, formed in float64.
@@ -231,7 +218,7 @@ def angles(positions: Positions, inv_freq: Frequencies, axes: Axes) -> np.ndarra
     return owned * inv_freq
 
 
-@contract(pairs_fit("x"), _one_axis_per_pair, _one_row_per_axis, _positions_fit_x,
+@contract(pairs_fit("x"), _ONE_AXIS_PER_PAIR, _one_row_per_axis, _positions_fit_x,
           entries("positions.size * len(inv_freq)", lambda positions, inv_freq: positions.size * inv_freq.size))
 def rotate(x: Vectors, positions: Positions, inv_freq: Frequencies, axes: Axes, layout: _rope.Layout = "split"
            ) -> np.ndarray:
@@ -269,10 +256,10 @@ def text_positions(n: Size, start: Start = 0) -> np.ndarray:
     return np.tile(start + np.arange(n, dtype=np.int64), (3, 1))
 
 
-@contract(_three_sizes, _merged_grid, entries("grid_thw's 3 * t * h * w", lambda grid_thw: 3 * int(np.prod(grid_thw))),
+@contract(_merged_grid, entries("grid_thw's 3 * t * h * w", lambda grid_thw: 3 * int(np.prod(grid_thw))),
           limit("(t - 1) * time_interval", lambda grid_thw, time_interval: (grid_thw[0] - 1) * time_interval,
                 MAX_POSITION, "2**32, the supported range of positions"))
-def vision_positions(grid_thw: Counts, start: Start = 0, spatial_merge_size: Size = 1,
+def vision_positions(grid_thw: Grid, start: Start = 0, spatial_merge_size: Size = 1,
                      time_interval: Positive = 1.0) -> np.ndarray:
     r"""Positions of the patches of one image or video, in the order the model reads them.
 
@@ -335,7 +322,7 @@ def multimodal_positions(segments: Segments, spatial_merge_size: Size = 1) -> tu
 # 2-D (axial) RoPE for vision transformers
 # ---------------------------------------------------------------------------
 
-@contract(_two_axes_of_pairs)
+@contract
 def axial_inv_freq(d: AxialWidth, base: Positive = 10000.0) -> np.ndarray:
     r"""Frequencies of axial 2-D RoPE for a ``d``-wide head: ``(theta, theta)`` with ``theta_j = base^(-2j/(d/2))``.
 
@@ -349,7 +336,7 @@ def axial_inv_freq(d: AxialWidth, base: Positive = 10000.0) -> np.ndarray:
     return np.tile(_rope.inv_freq.__wrapped__(d // 2, base), 2)
 
 
-@contract(_two_axes_of_pairs)
+@contract
 def axial_pair_axes(d: AxialWidth) -> np.ndarray:
     r"""Owners of the pairs in axial 2-D RoPE: axis 0 (row) for pairs ``0 .. d/4 - 1``, axis 1 (column) after.
 

@@ -32,8 +32,8 @@ from typing import Annotated
 import numpy as np
 
 from . import attention as _attention
-from ._contracts import (Array, Finite, Mask, NonNegative, Real, Reals, Sequences, Size, contract, entries,
-                         leading_dims_broadcast, mask_and_bias_fit, rule, same_last_dim, same_size)
+from ._contracts import (Array, Finite, Mask, NonNegative, Real, Reals, Sequences, Size, broadcast_to_leading,
+                         contract, entries, leading_dims_broadcast, mask_and_bias_fit, rule, same_last_dim, same_size)
 
 __all__ = [
     "softmax_with_sink",
@@ -57,15 +57,14 @@ SinkLogit = Annotated[float, Real()]
 _SQUARE = entries("n * n", lambda n: n * n)
 
 
-def _one_sink_per_row(scores, sink_logit) -> None:
-    """``sink_logit`` broadcasts to ``scores.shape[:-1]``, and every row keeps a key or the sink."""
-    try:
-        z = np.broadcast_to(sink_logit, scores.shape[:-1])
-    except ValueError as err:
-        raise ValueError(f"sink_logit of shape {sink_logit.shape} must broadcast to scores.shape[:-1] = "
-                         f"{scores.shape[:-1]} (one per row)") from err
-    if np.any(np.all(scores == -np.inf, axis=-1) & (z == -np.inf)):
+def _a_key_or_the_sink(scores, sink_logit) -> None:
+    """Every row keeps a key or the sink: not all of ``scores`` and ``sink_logit`` are ``-inf``."""
+    if np.any(np.all(scores == -np.inf, axis=-1) & (np.broadcast_to(sink_logit, scores.shape[:-1]) == -np.inf)):
         raise ValueError("scores and sink_logit must leave every row something to attend to")
+
+
+_ONE_SINK_PER_ROW = broadcast_to_leading("sink_logit", "scores", why=" (one per row)", onto=True)
+_ONE_SINK_PER_HEAD = broadcast_to_leading("sink_logit", "q", drop=2, why=" (one per head)", onto=True)
 
 
 def _strictly_between_0_and_1(mass) -> None:
@@ -75,16 +74,7 @@ def _strictly_between_0_and_1(mass) -> None:
                          f"got values from {mass.min()} to {mass.max()}")
 
 
-def _one_sink_per_head(q, sink_logit) -> None:
-    """``sink_logit`` broadcasts to ``q.shape[:-2]``: one per head."""
-    try:
-        np.broadcast_to(sink_logit, q.shape[:-2])
-    except ValueError as err:
-        raise ValueError(f"sink_logit of shape {sink_logit.shape} must broadcast to q.shape[:-2] = "
-                         f"{q.shape[:-2]} (one per head)") from err
-
-
-@contract(_one_sink_per_row)
+@contract(_ONE_SINK_PER_ROW, _a_key_or_the_sink)
 def softmax_with_sink(scores: Scores, sink_logit: SinkLogits) -> np.ndarray:
     r"""Softmax over the last axis with one extra logit ``z`` in the denominator: ``e^{s_j} / (e^z + sum_k e^{s_k})``.
 
@@ -102,7 +92,7 @@ def softmax_with_sink(scores: Scores, sink_logit: SinkLogits) -> np.ndarray:
     return _attention.softmax.__wrapped__(logits, -1)[..., :-1]
 
 
-@contract(_one_sink_per_row)
+@contract(_ONE_SINK_PER_ROW, _a_key_or_the_sink)
 def sink_weight(scores: Scores, sink_logit: SinkLogits) -> np.ndarray:
     r"""The weight the sink takes from each row: ``e^z / (e^z + sum_k e^{s_k}) = 1 - sum_j w_j``.
 
@@ -116,7 +106,7 @@ def sink_weight(scores: Scores, sink_logit: SinkLogits) -> np.ndarray:
 
 
 @contract(same_last_dim("q", "k", "d"), same_size("k", "v", axis=-2, what="number of rows n_keys"),
-          leading_dims_broadcast("q", "k", "v"), rule(("q", "k", "mask"), mask_and_bias_fit), _one_sink_per_head)
+          leading_dims_broadcast("q", "k", "v"), rule(("q", "k", "mask"), mask_and_bias_fit), _ONE_SINK_PER_HEAD)
 def attention_with_sink(q: Sequences, k: Sequences, v: Sequences, sink_logit: FiniteSinkLogits,
                         mask: Mask | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Scaled dot-product attention whose softmax has a sink: gpt-oss's attention for one or more heads.

@@ -86,6 +86,7 @@ class Int(Arg):
     hi: int | None = None
     even: bool = False
     optional: bool = False
+    multiple: int | None = None
 
     def bad(self):
         out = [c for c in WRONG_TYPES if not (self.optional and c[1] is None)]
@@ -101,6 +102,8 @@ class Int(Arg):
             out.append(("above maximum", self.hi + 1))
         if self.even:
             out.append(("odd", self.value + 1))
+        if self.multiple:
+            out.append(("not a multiple", self.value + self.multiple // 2))
         return out + [c for c in HUGE_INTS if self.hi is not None and c[1] > self.hi]
 
     def either(self):
@@ -363,10 +366,12 @@ class Counts(Arg):
     """A non-empty list of integers >= 1 (all different if ``distinct``)."""
 
     distinct: bool = False
+    length: int | None = None
 
     def bad(self):
         out = WRONG_TYPES + [("empty", []), ("zero entry", [0] + list(self.value)[1:]), ("float entry", [1.5]),
                              ("bool entry", [True])]
+        out += [("one too few", list(self.value)[:-1]), ("one too many", [*self.value, 1])] if self.length else []
         return out + ([("repeated", [self.value[0], self.value[0]])] if self.distinct else [])
 
     def valid(self):
@@ -401,7 +406,7 @@ def arg_for(kind: _contracts.Kind, value, optional: bool) -> Arg:
     """The bad and valid values of a parameter of ``kind`` whose valid value is ``value``."""
     c = _contracts
     if isinstance(kind, c.Integer):
-        return Int(value, lo=kind.lo, hi=kind.hi, even=kind.even, optional=optional)
+        return Int(value, lo=kind.lo, hi=kind.hi, even=kind.even, optional=optional, multiple=kind.multiple)
     if isinstance(kind, c.Real):
         lo, hi = (kind.gt if kind.gt is not None else kind.ge), (kind.lt if kind.lt is not None else kind.le)
         return Real(value, lo=lo, lo_open=kind.gt is not None, hi=hi, hi_open=kind.lt is not None, optional=optional)
@@ -424,7 +429,7 @@ def arg_for(kind: _contracts.Kind, value, optional: bool) -> Arg:
     if isinstance(kind, c.BooleanMask):
         return Mask(value, optional=optional)
     if isinstance(kind, c.PositiveCounts):
-        return Counts(value, distinct=kind.distinct)
+        return Counts(value, distinct=kind.distinct, length=kind.length)
     if isinstance(kind, c.Tensor):
         return Tensor(value)
     if isinstance(kind, c.TensorPositions):
