@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import bad_inputs  # noqa: E402  (a sibling module, not a package)
 
-from companion import _contracts, alibi, configs, nope, precision, relative, rope, scaling  # noqa: E402
+from companion import _contracts, alibi, configs, layers, mrope, nope, precision, relative, rope, scaling, sinks  # noqa: E402,E501
 from companion._contracts import (EvenSize, Finite, Frequencies, Integer, Positions, Positive, Size,  # noqa: E402
                                   contract, keys_after_queries)
 
@@ -235,6 +235,52 @@ def test_llama4_and_t5_defaults_are_the_librarys():
         assert _default(function, "num_buckets") == T5Config.relative_attention_num_buckets
         assert _default(function, "max_distance") == T5Config.relative_attention_max_distance
     assert _default(relative.t5_bias, "max_distance") == T5Config.relative_attention_max_distance
+
+
+def test_chapter_11_defaults_are_the_librarys():
+    """The layer plans' windows, chunks and bases are what the library's configurations default to.
+
+    Gemma 3's window and global factor follow the released checkpoint, whose config.json is
+    package data (Gemma3TextConfig's class default window is 4,096). SmolLM3's base of
+    5,000,000 is the released model's after its long-context stage (SmolLM3Config defaults
+    to 2,000,000), as chapter 11 says; no file here holds it to check against.
+    """
+    import warnings
+
+    from transformers import Cohere2Config, Gemma2Config, Gemma3TextConfig, GptOssConfig, Llama4TextConfig, SmolLM3Config
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gemma2, gemma3, gpt_oss = Gemma2Config(), Gemma3TextConfig(), GptOssConfig()
+        llama4, smollm3, cohere2 = Llama4TextConfig(), SmolLM3Config(), Cohere2Config()
+    assert _default(layers.gemma2, "window") == gemma2.sliding_window
+    assert _default(layers.gemma2, "base") == gemma2.rope_parameters["rope_theta"]
+    assert _default(layers.gemma3, "local_base") == gemma3.rope_parameters["sliding_attention"]["rope_theta"]
+    assert _default(layers.gemma3, "global_base") == gemma3.rope_parameters["full_attention"]["rope_theta"]
+    released = configs.published("Gemma 3 27B, local layers").config
+    assert _default(layers.gemma3, "window") == released["sliding_window"]
+    assert _default(layers.gemma3, "global_factor") == released["rope_scaling"]["factor"]
+    every = _default(layers.gemma3, "every")
+    assert [t == "full_attention" for t in gemma3.layer_types[:2 * every]] == \
+        [(layer + 1) % every == 0 for layer in range(2 * every)]
+    assert _default(layers.gpt_oss, "window") == gpt_oss.sliding_window
+    assert _default(layers.gpt_oss, "base") == gpt_oss.rope_parameters["rope_theta"]
+    assert _default(layers.llama4, "chunk") == llama4.attention_chunk_size
+    assert _default(layers.llama4, "base") == llama4.rope_parameters["rope_theta"]
+    assert _default(layers.llama4, "qk_norm") is llama4.use_qk_norm
+    assert _default(layers.llama4, "nope_every") == llama4.no_rope_layer_interval
+    assert _default(layers.smollm3, "nope_every") == smollm3.no_rope_layer_interval
+    assert _default(layers.rnope_swa, "window") == cohere2.sliding_window
+    assert _default(layers.rnope_swa, "base") == cohere2.rope_parameters["rope_theta"]
+    assert [t == "full_attention" for t in cohere2.layer_types[:8]] == \
+        [(layer + 1) % _default(layers.rnope_swa, "every") == 0 for layer in range(8)]
+
+
+def test_chapter_11_defaults_are_the_papers():
+    # StreamingLLM keeps four sink tokens (Xiao et al. 2023, section 4); Qwen2-VL's mrope_section
+    assert _default(sinks.streaming_cache, "n_sink") == 4
+    assert mrope.QWEN2_VL_SECTIONS == (16, 24, 24) and sum(mrope.QWEN2_VL_SECTIONS) == 64
+    assert _default(mrope.axial_inv_freq, "base") == 10000.0
 
 
 def test_rope_bases_and_lengths_are_the_published_ones():
