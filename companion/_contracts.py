@@ -182,16 +182,27 @@ class Array(Kind):
 
     ``ndim_at_least``/``ndim``: dimensions; ``nonempty``: at least one entry;
     ``neg_inf``: an entry may be ``-inf`` (a masked score); ``positive``: every entry
-    > 0, and at most ``at_most`` when given (``why`` says why); ``bounded``: every
-    ``|entry| <= MAX_POSITION``, named as ``what``.
+    > 0 (``nonnegative``: >= 0), and at most ``at_most`` (below ``below``) when given
+    (``why`` says why); ``bounded``: every ``|entry| <= MAX_POSITION``, named as ``what``.
     """
 
     def __init__(self, ndim_at_least: int = 0, ndim: int | None = None, nonempty: bool = False,
                  neg_inf: bool = False, positive: bool = False, bounded: bool = False, what: str = "entries",
-                 at_most: float | None = None, why: str = ""):
+                 at_most: float | None = None, why: str = "", nonnegative: bool = False, below: float | None = None):
         self.ndim_at_least, self.ndim, self.nonempty = ndim_at_least, ndim, nonempty
         self.neg_inf, self.positive, self.bounded, self.what = neg_inf, positive, bounded, what
-        self.at_most, self.why = at_most, why
+        self.at_most, self.why, self.nonnegative, self.below = at_most, why, nonnegative, below
+
+    def bounds(self) -> str:
+        """The range every entry must lie in, as a reader writes it: ``> 0``, ``in (0, 1)``, ``<= 2``."""
+        low = "(0" if self.positive else "[0" if self.nonnegative else ""
+        high = f"{self.at_most:g}]" if self.at_most is not None else f"{self.below:g})" if self.below is not None \
+            else ""
+        if low and high:
+            return f"in {low}, {high}"
+        if low:
+            return ("> 0" if self.positive else ">= 0")
+        return f"<= {self.at_most:g}" if self.at_most is not None else f"< {self.below:g}"
 
     def __call__(self, name, value):
         out = _real_array(name, value)
@@ -210,10 +221,10 @@ class Array(Kind):
                 raise ValueError(f"{name} must not contain nan or +inf (-inf is allowed and masks an entry out)")
         elif not np.all(np.isfinite(out)):
             raise ValueError(f"{name} must contain only finite numbers (no nan or inf)")
-        if (self.positive and np.any(out <= 0)) or (self.at_most is not None and np.any(out > self.at_most)):
-            lies = "> 0" if self.at_most is None else f"in (0, {self.at_most:g}]" if self.positive else \
-                f"<= {self.at_most:g}"
-            raise ValueError(f"{name} must contain only numbers {lies}{f' ({self.why})' if self.why else ''}, "
+        if (self.positive and np.any(out <= 0)) or (self.nonnegative and np.any(out < 0)) or \
+                (self.at_most is not None and np.any(out > self.at_most)) or \
+                (self.below is not None and np.any(out >= self.below)):
+            raise ValueError(f"{name} must contain only numbers {self.bounds()}{f' ({self.why})' if self.why else ''}, "
                              f"got values from {out.min()} to {out.max()}")
         if self.bounded and out.size and np.max(np.abs(out)) > MAX_POSITION:
             _beyond_range(name, self.what, np.max(np.abs(out)))
@@ -671,6 +682,15 @@ def ordered(low: str, high: str, strict: bool = True, why: str = "") -> Callable
         if b < a or (strict and b == a):
             raise ValueError(f"{high} must be {'greater than' if strict else 'at least'} {low} ({a}){why}, got {b}")
     return rule((low, high), check)
+
+
+def multiples(divisor: str, *names: str) -> Callable:
+    """A rule: the integers ``names`` are whole multiples of the integer ``divisor``."""
+    def check(k, *values):
+        if any(v % k for v in values):
+            got = ", ".join(f"{n} = {v}" for n, v in zip(names, values))
+            raise ValueError(f"{_listed(names)} must be multiples of {divisor} = {k}, got {got}")
+    return rule((divisor, *names), check)
 
 
 def broadcast_to_leading(positions: str, x: str, drop: int = 1, why: str = "", onto: bool = False) -> Callable:

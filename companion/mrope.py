@@ -54,8 +54,8 @@ import numpy as np
 
 from . import rope as _rope
 from ._contracts import (MAX_POSITION, Frequencies, InstanceOf, Integer, OneOf, Positions, Positive,
-                         PositiveCounts, Size, Vectors, WholeNumbers, contract, entries, limit, pairs_fit,
-                         same_shape)
+                         PositiveCounts, Size, Vectors, WholeNumbers, contract, entries, limit, multiples,
+                         pairs_fit, same_shape)
 
 __all__ = [
     "AXES",
@@ -139,13 +139,6 @@ def _merged_grid(grid_thw, spatial_merge_size) -> None:
     if h % spatial_merge_size or w % spatial_merge_size:
         raise ValueError(f"grid_thw's height and width must be multiples of spatial_merge_size = "
                          f"{spatial_merge_size}, got (t, h, w) = {tuple(grid_thw)}")
-
-
-def _merged_patches(h, w, spatial_merge_size) -> None:
-    """``h`` and ``w`` are whole multiples of ``spatial_merge_size``."""
-    if h % spatial_merge_size or w % spatial_merge_size:
-        raise ValueError(f"h and w must be multiples of spatial_merge_size = {spatial_merge_size}, "
-                         f"got h = {h}, w = {w}")
 
 
 def _text_and_grids(segments, spatial_merge_size) -> None:
@@ -346,7 +339,7 @@ def axial_pair_axes(d: AxialWidth) -> np.ndarray:
     return pair_axes.__wrapped__([d // 4, d // 4], "sectioned")
 
 
-@contract(_merged_patches, entries("2 * h * w", lambda h, w: 2 * h * w))
+@contract(multiples("spatial_merge_size", "h", "w"), entries("2 * h * w", lambda h, w: 2 * h * w))
 def patch_positions(h: Size, w: Size, spatial_merge_size: Size = 1) -> np.ndarray:
     r"""(row, column) of each patch of an ``h x w`` grid, in the order a Qwen-VL vision tower reads them.
 

@@ -40,8 +40,8 @@ from typing import Annotated
 import numpy as np
 
 from . import rope as _rope
-from ._contracts import (MAX_POSITION, Distances, Factor, Frequencies, Integer, Matrix, Positions, Size, contract,
-                         entries, limit, pairs_fit, rule, same_size)
+from ._contracts import (MAX_POSITION, Array, Factor, Frequencies, Integer, Matrix, Positions, Size, contract,
+                         entries, limit, ordered, pairs_fit, same_size)
 
 __all__ = [
     "rerope_distance",
@@ -57,24 +57,13 @@ __all__ = [
 
 #: A training length: an integer in 2..2**32 (``ln L > 0``).
 TrainedLength = Annotated[int, Integer(2, MAX_POSITION, why="ln trained_length > 0")]
+#: Causal distances ``Delta >= 0`` (query position minus key position) within the supported range.
+CausalDistances = Annotated[np.ndarray, Array(nonnegative=True, bounded=True, what="distances",
+                                              why="query position minus key position")]
 #: A pair layout of :mod:`companion.rope`.
 Layout = _rope.Layout
 
 _SQUARE = entries("n * n", lambda n: n * n)
-
-
-def _causal(distance) -> None:
-    """Every distance is ``>= 0``: a query position minus an earlier key position."""
-    if np.any(distance < 0):
-        raise ValueError(f"distance must be causal distances >= 0 (query position minus key position), "
-                         f"got a minimum of {distance.min()}")
-
-
-def _chunk_inside_training(chunk, trained_length) -> None:
-    """``chunk < trained_length``: the local window ``w = trained_length - chunk`` is at least 1."""
-    if chunk >= trained_length:
-        raise ValueError(f"chunk must be smaller than trained_length = {trained_length} (the local window is "
-                         f"trained_length - chunk), got {chunk}")
 
 
 def _one_distance_per_pair(q, k, distances) -> None:
@@ -83,12 +72,14 @@ def _one_distance_per_pair(q, k, distances) -> None:
         raise ValueError(f"distances must have shape (n_q, n_k) = {(q.shape[0], k.shape[0])}, got {distances.shape}")
 
 
+_CHUNK_INSIDE_TRAINING = ordered("chunk", "trained_length",
+                                 why=": the local window trained_length - chunk is at least one token")
 _SCORES_FIT = entries("n_q * n_k * d / 2", lambda q, k, inv_freq: q.shape[0] * k.shape[0] * inv_freq.size)
 _SAME_N = same_size(("q", 0), ("k", 0), what="number of rows n (one query and one key per position)")
 
 
-@contract(_causal)
-def rerope_distance(distance: Distances, window: Size) -> np.ndarray:
+@contract
+def rerope_distance(distance: CausalDistances, window: Size) -> np.ndarray:
     r"""ReRoPE's distance: ``D = min(Delta, w)`` for causal distances ``Delta >= 0`` (Su 2023).
 
     Float64 of the shape of ``distance``. Beyond the window every key is "``w`` tokens
@@ -98,8 +89,8 @@ def rerope_distance(distance: Distances, window: Size) -> np.ndarray:
     return np.minimum(distance, window)
 
 
-@contract(_causal)
-def leaky_rerope_distance(distance: Distances, window: Size, leak: Factor) -> np.ndarray:
+@contract
+def leaky_rerope_distance(distance: CausalDistances, window: Size, leak: Factor) -> np.ndarray:
     r"""Leaky ReRoPE's distance: ``D = Delta`` for ``Delta < w``, ``D = w + (Delta - w)/k`` beyond (Su 2023).
 
     ``leak`` is ``k >= 1`` (Su's code uses 16); ``k = 1`` is plain RoPE and ``k -> inf``
@@ -122,7 +113,7 @@ def relative_distances(n: Size) -> np.ndarray:
     return np.where(delta >= 0, delta, -1)
 
 
-@contract(_chunk_inside_training)
+@contract(_CHUNK_INSIDE_TRAINING)
 def dca_query_positions(n: Size, chunk: Size, trained_length: TrainedLength) -> dict:
     r"""Dual Chunk Attention's position indices for ``n`` tokens (An et al. 2024, equations 2, 5, 7).
 
@@ -147,7 +138,7 @@ def dca_query_positions(n: Size, chunk: Size, trained_length: TrainedLength) -> 
     return {"key": local, "intra": local, "successive": successive, "inter": np.full(n, c - 1)}
 
 
-@contract(_chunk_inside_training, _SQUARE)
+@contract(_CHUNK_INSIDE_TRAINING, _SQUARE)
 def dca_distances(n: Size, chunk: Size, trained_length: TrainedLength) -> np.ndarray:
     r"""The distance matrix ``M[m, n]`` of Dual Chunk Attention (An et al. 2024, section 3.3).
 
@@ -228,7 +219,7 @@ def rerope_two_pass(q: Matrix, k: Matrix, inv_freq: Frequencies, window: Size, l
     return np.where(np.abs(m[:, None] - n[None, :]) < w, first, second)
 
 
-@contract(pairs_fit("q", "k"), _SAME_N, _SCORES_FIT, _chunk_inside_training)
+@contract(pairs_fit("q", "k"), _SAME_N, _SCORES_FIT, _CHUNK_INSIDE_TRAINING)
 def dca_scores(q: Matrix, k: Matrix, inv_freq: Frequencies, chunk: Size, trained_length: TrainedLength,
                layout: Layout = "split") -> np.ndarray:
     r"""Dual Chunk Attention's scores as its implementation forms them: three query rotations, one key rotation.

@@ -32,7 +32,7 @@ from typing import Annotated
 import numpy as np
 
 from . import attention as _attention
-from ._contracts import (Array, Finite, Mask, NonNegative, Real, Reals, Sequences, Size, broadcast_to_leading,
+from ._contracts import (Array, Finite, Mask, NonNegative, Real, Sequences, Size, broadcast_to_leading,
                          contract, entries, leading_dims_broadcast, mask_and_bias_fit, rule, same_last_dim, same_size)
 
 __all__ = [
@@ -51,6 +51,8 @@ Scores = Annotated[np.ndarray, Array(ndim_at_least=1, neg_inf=True)]
 SinkLogits = Annotated[np.ndarray, Array(neg_inf=True)]
 #: Finite sink logits, one per head.
 FiniteSinkLogits = Annotated[np.ndarray, Array()]
+#: Masses of the real keys, in ``(0, 1)``.
+Masses = Annotated[np.ndarray, Array(positive=True, below=1.0, why="the weight a sink leaves to real keys")]
 #: One finite sink logit ``z``.
 SinkLogit = Annotated[float, Real()]
 
@@ -65,13 +67,6 @@ def _a_key_or_the_sink(scores, sink_logit) -> None:
 
 _ONE_SINK_PER_ROW = broadcast_to_leading("sink_logit", "scores", why=" (one per row)", onto=True)
 _ONE_SINK_PER_HEAD = broadcast_to_leading("sink_logit", "q", drop=2, why=" (one per head)", onto=True)
-
-
-def _strictly_between_0_and_1(mass) -> None:
-    """Every mass lies in ``(0, 1)``: what a sink can leave to the real keys."""
-    if np.any(mass <= 0) or np.any(mass >= 1):
-        raise ValueError("mass must lie strictly between 0 and 1: the weight a sink leaves to real keys, "
-                         f"got values from {mass.min()} to {mass.max()}")
 
 
 @contract(_ONE_SINK_PER_ROW, _a_key_or_the_sink)
@@ -158,8 +153,8 @@ def counted_mass(n: Size, sink_logit: SinkLogit) -> np.ndarray:
     return count / (count + np.exp(sink_logit))
 
 
-@contract(_strictly_between_0_and_1, result=Finite("sink_logit", "e^z overflows float64: use a smaller sink logit"))
-def read_count(mass: Reals, sink_logit: SinkLogit) -> np.ndarray:
+@contract(result=Finite("sink_logit", "e^z overflows float64: use a smaller sink logit"))
+def read_count(mass: Masses, sink_logit: SinkLogit) -> np.ndarray:
     r"""Invert :func:`counted_mass`: ``i = e^z m / (1 - m) - 1`` for a mass ``m`` in ``(0, 1)``.
 
     Returns float64 of the shape of ``mass``: the position, a whole number when
