@@ -135,7 +135,7 @@ def test_gemma3_local_and_global_layers():
     ({"rope_scaling": {"rope_type": "ntk", "factor": 2.0}}, "rope_type must be one of"),
     ({"rope_scaling": {"rope_type": "linear", "factor": 0.5}}, "factor must be"),
     ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0}},
-     "high_freq_factor must be >= low_freq_factor"),
+     "high_freq_factor must be at least low_freq_factor"),
     ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 1.0, "beta_slow": 2.0}},
      "beta_fast must be at least beta_slow"),
     ({"rope_scaling": {"rope_type": "su", "short_factor": [1.0] * 32, "long_factor": [1.0] * 32}},
@@ -143,12 +143,12 @@ def test_gemma3_local_and_global_layers():
     ({"rope_scaling": {"rope_type": "default", "mrope_section": [8, 12, 10]}},
      "mrope_section must give every one of the rotary_dim/2 = 32"),
     ({"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}, "max_position_embeddings": None},
-     "'dynamic' needs max_position_embeddings"),
+     "max_position_embeddings is missing: .* rope_type 'dynamic'"),
     ({"rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 32}},
      "short_factor must have rotary_dim/2 = 32 entries"),
     ({"rope_scaling": {"rope_type": "yarn", "type": "linear", "factor": 2.0}}, "rope_type and type disagree"),
     ({"rope_scaling": {"rope_type": "yarn", "factor": 2.0, "truncate": "no"}}, "truncate must be"),
-    ({"partial_rotary_factor": 1.5}, "partial_rotary_factor must be a fraction"),
+    ({"partial_rotary_factor": 1.5}, "partial_rotary_factor must be .* in \\(0.0, 1.0\\] \\(a fraction\\)"),
     ({"partial_rotary_factor": 0.01}, "even rotated size"),
     ({"rope_theta": None}, "rope_theta is missing"),
     ({"rope_scaling": [1, 2]}, "rope_scaling must be a dictionary"),
@@ -187,7 +187,7 @@ def test_dynamic_state_keeps_and_resets():
     assert np.array_equal(grown, scaling.dynamic_ntk(64, L=4096, current_length=8192, hf_factor=2.0).inv_freq)
     assert np.array_equal(state.update(4096).inv_freq, grown)            # exactly L: kept
     assert np.array_equal(state.update(4095).inv_freq, rope.inv_freq(64))  # below L: reset
-    with pytest.raises(ValueError, match="needs rope_type 'dynamic'"):
+    with pytest.raises(ValueError, match="config must have rope_type 'dynamic'"):
         configs.DynamicNTKState(LLAMA31)
 
 
@@ -342,7 +342,7 @@ def test_layer_plan_refuses_a_class_that_derives_its_layer_kinds():
     qwen3_next = {"model_type": "qwen3_next", "head_dim": 256, "num_hidden_layers": 8,
                   "rope_theta": 1e7, "partial_rotary_factor": 0.25, "full_attention_interval": 4}
     assert configs.read_config(qwen3_next).rotary_dim == 64  # one layer type's settings are known
-    with pytest.raises(ValueError, match="layer_types is missing.*qwen3_next"):
+    with pytest.raises(ValueError, match="layer_types must be given.*qwen3_next"):
         configs.layer_plan(qwen3_next)
 
 
