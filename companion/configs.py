@@ -894,7 +894,8 @@ def _rotary_dim(head_dim: int, prf: float, rope_type: str) -> int:
 
 
 def _partial_rotary_factor(entry: dict, top: dict, head_dim: int, filled: list) -> float:
-    """``partial_rotary_factor`` from the dictionary or the top level, else MiniMax's ``rotary_dim / head_dim``, else 1."""
+    """``partial_rotary_factor`` from the dictionary or the top level, else MiniMax's ``rotary_dim / head_dim``,
+    else 1."""
     prf = entry.get("partial_rotary_factor", top.get("partial_rotary_factor"))
     if prf is None and top.get("rotary_dim") is not None:
         prf = _value("rotary_dim", top["rotary_dim"]) / head_dim
@@ -1112,8 +1113,8 @@ def _layer_types(top: dict, model_type: str | None) -> tuple[list, list]:
     types = list(top.get("layer_types") or [])
     kinds = _defaults_table()["model_types"].get(model_type, {}).get("layer_kinds")
     if not types and kinds:
-        raise ValueError(f"layer_types must be given: the class of model_type {model_type!r} gives its layers the kinds "
-                         f"{', '.join(kinds)} by its own rule")
+        raise ValueError(f"layer_types must be given: the class of model_type {model_type!r} gives its layers "
+                         f"the kinds {', '.join(kinds)} by its own rule")
     n = _value("num_hidden_layers", top.get("num_hidden_layers") or len(types) or None)
     if types and len(types) != n:
         raise ValueError(f"layer_types must name every one of the num_hidden_layers = {n} layers, got {len(types)}")
