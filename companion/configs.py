@@ -38,6 +38,9 @@ entry there:
                    ``high_freq_factor``, as in Llama 4, leave no blended band)
 ``proportional``   RoPE with the exponent over the whole head, on a fraction of the
                    pairs, zeros for the rest (Gemma 4's global layers)
+``ntk_alpha``      static NTK-aware RoPE with base ``base * alpha^(d/(d-2))``: what
+                   Hunyuan's class makes of ``dynamic`` with ``alpha`` (no file
+                   spells this type)
 =================  ===========================================================
 
 **Partial rotary.** With ``partial_rotary_factor = p < 1`` the library rotates only
@@ -56,14 +59,26 @@ naming the key. Where the library fills a value in (``original_max_position_embe
 from ``max_position_embeddings``, the YaRN factor from the ratio of the lengths), the
 filled keys are listed in ``filled_in``.
 
+**What the file leaves to the class.** A published file often leaves out what equals
+its model class's defaults (a multimodal model's ``text_config`` is written as the
+difference from them): the reader fills them in from :func:`model_defaults`, a table
+read from the library's configuration classes by ``tools/model_defaults.py``, and
+names each key it filled in. :func:`layer_plan` gives every layer's settings (layer
+types with their own base, head size or method, layers without RoPE), and M-RoPE
+files (``mrope_section``) give each rotated pair a position axis
+(:mod:`companion.mrope`). Keys that change what the model computes with positions
+outside the frequencies are listed in ``effects``: :func:`softmax_scale_factor` and
+:func:`query_scale` compute those of the DeepSeek family and Ministral 3.
+
 :data:`PUBLISHED` holds the position settings of published models (Llama 2 to
-gpt-oss) with the sources of their values, as text: one JSON file per model in the
+Kimi K2) with the sources of their values, as text: one JSON file per model in the
 package data ``companion/data/published/``, read in the order of their file names
 (a new model is a new file there); chapter 10 runs each through
 :func:`config_extension`.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import warnings
@@ -73,9 +88,9 @@ from typing import Annotated, Callable, Mapping
 
 import numpy as np
 
-from . import rope, scaling
-from ._contracts import (Array, Boolean, Count, InstanceOf, Integer, Kind, OneOf, Positions, Real, Text, Vectors,
-                         broadcast_to_leading, contract, entries, ordered)
+from . import mrope, rope, scaling
+from ._contracts import (Array, Boolean, Count, InstanceOf, Integer, Kind, OneOf, PositiveCounts, Positions, Real,
+                         Text, Vectors, contract, entries, ordered)
 from .rope import Layout
 from .trained_range import Extension
 
@@ -86,10 +101,17 @@ __all__ = [
     "REQUIRED_KEYS",
     "OPTIONAL_KEYS",
     "UnknownKeysWarning",
+    "UnmodelledEffectWarning",
+    "PositionEffect",
     "RopeSettings",
     "ConfigFrequencies",
+    "LayerRope",
+    "model_defaults",
     "read_config",
     "frequencies_at",
+    "layer_plan",
+    "query_scale",
+    "softmax_scale_factor",
     "DynamicNTKState",
     "rotate",
     "config_extension",
@@ -98,10 +120,12 @@ __all__ = [
     "published",
 ]
 
-_COMMON_KEYS = ("rope_type", "type", "rope_theta", "partial_rotary_factor")
+_COMMON_KEYS = ("rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved")
 # Version-4 spellings of top-level keys in some model families' files.
 _TOP_LEVEL_ALIASES = {"rotary_emb_base": "rope_theta",      # GPT-NeoX, Pythia
                       "rotary_pct": "partial_rotary_factor"}  # GPT-NeoX, Pythia
+# The sizes a file may leave to its class, in the order the library resolves them.
+_SIZE_KEYS = ("head_dim", "hidden_size", "num_attention_heads", "max_position_embeddings", "qk_rope_head_dim")
 
 # What the values of a configuration must be, by key.
 _LENGTH = Integer(1)
@@ -110,16 +134,81 @@ _POSITIVE = Real(gt=0.0)
 _KEY_KINDS: dict[str, Kind] = {
     "rope_theta": _POSITIVE, "partial_rotary_factor": Real(gt=0.0, le=1.0, why="a fraction"),
     "max_position_embeddings": _LENGTH, "original_max_position_embeddings": _LENGTH,
-    "head_dim": _LENGTH, "qk_rope_head_dim": _LENGTH, "hidden_size": _LENGTH, "num_attention_heads": _LENGTH,
-    "factor": _FACTOR, "low_freq_factor": _POSITIVE, "high_freq_factor": _POSITIVE,
+    "head_dim": _LENGTH, "global_head_dim": _LENGTH, "qk_rope_head_dim": _LENGTH, "hidden_size": _LENGTH,
+    "num_attention_heads": _LENGTH, "num_hidden_layers": _LENGTH, "rotary_dim": _LENGTH,
+    "factor": _FACTOR, "low_freq_factor": _POSITIVE, "high_freq_factor": _POSITIVE, "alpha": _FACTOR,
     "beta_fast": _POSITIVE, "beta_slow": _POSITIVE, "truncate": Boolean(), "attention_factor": _POSITIVE,
     "mscale": Real(ge=0.0), "mscale_all_dim": Real(ge=0.0), "short_factor": Array(positive=True),
-    "long_factor": Array(positive=True),
+    "long_factor": Array(positive=True), "mrope_section": PositiveCounts(),
 }
 
 
 class UnknownKeysWarning(UserWarning):
-    """A RoPE dictionary holds keys its ``rope_type`` does not use."""
+    """A RoPE dictionary holds keys the library's computation for its ``rope_type`` does not read."""
+
+
+class UnmodelledEffectWarning(UserWarning):
+    """A key changes what the model's class computes with positions, and this module does not compute it."""
+
+
+# ---------------------------------------------------------------------------
+# What the model class adds to the file
+# ---------------------------------------------------------------------------
+
+@contract()
+def model_defaults() -> dict:
+    """The values Transformers fills in for keys a ``config.json`` leaves out, by ``model_type``.
+
+    Read from the library's configuration classes by ``tools/model_defaults.py`` and
+    stored as package data (``companion/data/model_defaults.json``):
+    ``{"transformers": version, "model_types": {model_type: {...}}, "text_model_types":
+    {multimodal type: text type}, "model_code": {behaviour: [model types]}}``. Each
+    model type lists the ``rope_parameters`` its class builds from a file without RoPE
+    keys (nested by layer type where the class nests them), the declared defaults of
+    ``head_dim``, ``hidden_size``, ``num_attention_heads``, ``max_position_embeddings``,
+    ``partial_rotary_factor`` and ``qk_rope_head_dim`` (``None``: derived from the
+    others), the rule by which it sets the head size its rotary module reads, and
+    ``head_dim_by_layer_type`` where layer types differ in head size (Gemma 4).
+    """
+    return _defaults_table()
+
+
+@functools.cache
+def _defaults_table() -> dict:
+    """``companion/data/model_defaults.json``, read once."""
+    return json.loads((resources.files("companion") / "data" / "model_defaults.json").read_text(encoding="utf-8"))
+
+
+def _model_code(name: str) -> frozenset:
+    """The model types whose modeling code does ``name`` (``model_defaults()["model_code"]``).
+
+    ``softmax_mscale``: the attention multiplies its softmax scale by
+    ``(0.1 mscale_all_dim ln s + 1)^2`` (DeepSeek-V2's ``yarn_get_mscale``);
+    ``query_scale``: every query is multiplied by ``1 + beta ln(1 + floor(m / L))``
+    (Ministral 3's ``llama_4_scaling_beta``); ``ntk_alpha``: ``alpha`` beside
+    ``rope_type: dynamic`` is static NTK with base ``b alpha^(d/(d-2))`` (Hunyuan);
+    ``mrope`` and ``mrope_interleaved``: the classes that give the pairs to three
+    position axes, and those that interleave the axes (Qwen3-VL, Huang et al. 2026)
+    rather than cut the pairs into consecutive sections (Qwen2-VL, Wang et al. 2024).
+    The library decides the M-RoPE layout by class; it does not read the file's
+    ``mrope_interleaved`` flag, which other engines read.
+    """
+    return frozenset(_defaults_table()["model_code"][name])
+
+
+@dataclass(frozen=True)
+class PositionEffect:
+    """A key of the file that changes what the model computes with positions outside the frequencies.
+
+    ``key`` and ``value`` as in the file; ``effect`` says what the model class does with
+    it; ``modelled`` names the function of this module that computes it, or is empty
+    when it is only reported.
+    """
+
+    key: str
+    value: object
+    effect: str
+    modelled: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,8 +220,11 @@ class RopeSettings:
     library's defaults applied; ``filled_in`` names the keys the library filled in;
     ``unknown_keys`` the keys it does not use; ``source`` says where the dictionary
     came from (``"rope_parameters"``, ``"rope_scaling"`` or ``"top level"``).
+    ``model_type`` is the type whose class defaults were used; ``mrope_section`` and
+    ``mrope_layout`` (``"sectioned"`` or ``"interleaved"``) give the pairs of each
+    position axis for M-RoPE; ``effects`` lists the keys that change positions outside
+    the frequencies (:class:`PositionEffect`).
     """
-
 
     rope_type: str
     base: float
@@ -144,6 +236,10 @@ class RopeSettings:
     filled_in: tuple = ()
     unknown_keys: tuple = ()
     source: str = "top level"
+    model_type: str | None = None
+    mrope_section: tuple | None = None
+    mrope_layout: str | None = None
+    effects: tuple = ()
 
     @property
     def original_length(self) -> int | None:
@@ -164,9 +260,9 @@ class ConfigFrequencies:
 
     ``inv_freq``: float64, shape ``(rotary_dim/2,)``, or ``(head_dim/2,)`` with
     trailing zeros for ``proportional``; ``attention_factor`` multiplies ``cos`` and
-    ``sin``; ``proportional`` says how :func:`rotate` places the pairs.
+    ``sin``; ``proportional`` says how :func:`rotate` places the pairs; ``axes``, for
+    M-RoPE, the position axis that turns each pair (:func:`companion.mrope.pair_axes`).
     """
-
 
     inv_freq: np.ndarray
     attention_factor: float
@@ -175,6 +271,7 @@ class ConfigFrequencies:
     rotary_dim: int
     seq_len: int
     proportional: bool = False
+    axes: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -249,18 +346,22 @@ def _default(settings, n):
     return scaling.unscaled(settings.rotary_dim, base=settings.base).inv_freq, 1.0
 
 
-# linear: Position Interpolation by factor
+# linear: Position Interpolation by factor (it reads no length)
 def _linear(settings, n):
-    p = settings.parameters
     # theta_i / factor
-    return scaling.position_interpolation(settings.rotary_dim, p["factor"], settings.max_position_embeddings,
-                                          settings.base).inv_freq, 1.0
+    return scaling.position_interpolation.__wrapped__(settings.rotary_dim, settings.parameters["factor"],
+                                                      base=settings.base).inv_freq, 1.0
 
 
 # dynamic: NTK-aware with the library's scale at length n
 def _dynamic(settings, n):
     return scaling.dynamic_ntk(settings.rotary_dim, L=settings.max_position_embeddings, base=settings.base,
                                current_length=n, hf_factor=settings.parameters["factor"]).inv_freq, 1.0
+
+
+def _dynamic_parameters(c: _Entry) -> dict:
+    c.max_len_for("the length rope_type 'dynamic' scales from")
+    return {"factor": c.entry["factor"]}
 
 
 # yarn: the shipped ramp, and its attention factor
@@ -275,7 +376,9 @@ def _yarn_parameters(c: _Entry) -> dict:
     return p
 
 
-_BETAS = ordered("beta_slow", "beta_fast")
+# equal betas are a step (Kimi K2): the ramp's ends, rounded outward, one pair apart; the library
+# only warns when beta_fast < beta_slow and turns its ramp upside down
+_BETAS = ordered("beta_slow", "beta_fast", strict=False, why=": the library turns its ramp upside down below it")
 
 
 def _yarn(settings, n):
@@ -362,16 +465,19 @@ def _proportional(settings, n):
     return np.concatenate([kept, np.zeros(settings.head_dim // 2 - k)]), 1.0
 
 
-def _factor_only(c: _Entry) -> dict:
-    c.max_len_for("the length this rope type scales from")
-    return {"factor": c.entry["factor"]}
+# ntk_alpha: Hunyuan's static NTK-aware base, the same at every length
+def _ntk_alpha(settings, n):
+    d, alpha = settings.rotary_dim, settings.parameters["alpha"]
+    # theta_i = (base alpha^(d/(d-2)))^(-2i/d)
+    return rope.inv_freq.__wrapped__(d, settings.base * alpha ** (d / (d - 2))), 1.0
 
 
 #: The rope types the library (Transformers 5) computes, plus ``default``: one entry each.
 ROPE_PARAMETERS: dict[str, RopeType] = {
     "default": RopeType((), (), lambda c: {}, _default),
-    "linear": RopeType(("factor",), (), _factor_only, _linear, scales_from="max_position_embeddings"),
-    "dynamic": RopeType(("factor",), (), _factor_only, _dynamic, scales_from="max_position_embeddings"),
+    "linear": RopeType(("factor",), (), lambda c: {"factor": c.entry["factor"]}, _linear,
+                       scales_from="max_position_embeddings"),
+    "dynamic": RopeType(("factor",), (), _dynamic_parameters, _dynamic, scales_from="max_position_embeddings"),
     "yarn": RopeType(("factor",), ("original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow",
                                    "mscale", "mscale_all_dim", "truncate"),
                      _yarn_parameters, _yarn, lambda p: _BETAS(p["beta_slow"], p["beta_fast"]),
@@ -384,6 +490,7 @@ ROPE_PARAMETERS: dict[str, RopeType] = {
                        _llama3_parameters, _llama3, lambda p: _BANDS(p["low_freq_factor"], p["high_freq_factor"]),
                        scales_from="original_max_position_embeddings"),
     "proportional": RopeType((), ("factor",), _proportional_parameters, _proportional),
+    "ntk_alpha": RopeType(("alpha",), ("factor",), lambda c: {"alpha": c.entry["alpha"]}, _ntk_alpha),
 }
 
 #: The rope types, in the order of :data:`ROPE_PARAMETERS`.
@@ -392,6 +499,8 @@ ROPE_TYPES = tuple(ROPE_PARAMETERS)
 REQUIRED_KEYS = {name: t.required for name, t in ROPE_PARAMETERS.items()}
 #: Keys each rope type may carry besides the required ones.
 OPTIONAL_KEYS = {name: t.optional for name, t in ROPE_PARAMETERS.items()}
+# The types a file may spell: ntk_alpha is what one class makes of 'dynamic' with alpha.
+_SPELLED_TYPES = tuple(t for t in ROPE_TYPES if t != "ntk_alpha")
 
 
 # ---------------------------------------------------------------------------
@@ -401,51 +510,75 @@ OPTIONAL_KEYS = {name: t.optional for name, t in ROPE_PARAMETERS.items()}
 #: A ``config.json`` dictionary, or the :class:`RopeSettings` read from one.
 Config = Annotated[Mapping, InstanceOf((Mapping, RopeSettings),
                                        "a mapping (the dict of a config.json) or RopeSettings")]
+#: A ``config.json`` dictionary.
+ConfigFile = Annotated[Mapping, InstanceOf(Mapping, "a mapping (the dict of a config.json)")]
 LayerType = Annotated[str, Text()]
 
 
 @contract
-def read_config(config: Annotated[Mapping, InstanceOf(Mapping, "a mapping (the dict of a config.json)")],
-                layer_type: LayerType | None = None) -> RopeSettings:
+def read_config(config: ConfigFile, layer_type: LayerType | None = None) -> RopeSettings:
     r"""Read the RoPE settings of ``config`` (the dictionary a ``config.json`` holds).
 
     Accepts version 5 (``rope_parameters``, with ``rope_theta`` inside or beside it)
     and version 4 (``rope_scaling`` with ``type`` or ``rope_type``, ``rope_theta`` at
-    the top level, or no dictionary at all for plain RoPE). ``layer_type`` picks one
-    entry of a dictionary nested by layer type (``"full_attention"``,
-    ``"sliding_attention"``, as Gemma 3 and gpt-oss declare in ``layer_types``);
-    Gemma 3's version-4 key ``rope_local_base_freq`` is read as the sliding layers'
-    base, and its ``rope_scaling`` applies to the full-attention layers only, as the
-    library does. GPT-NeoX's ``rotary_emb_base`` and ``rotary_pct`` are read as
-    ``rope_theta`` and ``partial_rotary_factor``; DeepSeek's ``qk_rope_head_dim`` as the
-    rotated head size.
+    the top level, or no dictionary at all for plain RoPE), and a multimodal file
+    whose language model sits under ``text_config``. ``layer_type`` picks one entry of a
+    dictionary nested by layer type (``"full_attention"``, ``"sliding_attention"``, as
+    Gemma 3 and gpt-oss declare in ``layer_types``).
 
-    Raises ``ValueError`` naming the key for a missing required key, an unknown rope
-    type, and inconsistent values (a factor below 1, ``high_freq_factor <
-    low_freq_factor``, ``beta_fast <= beta_slow``, factor lists of the wrong length,
-    ``rope_scaling`` and ``rope_parameters`` that disagree). Keys the rope type does
-    not use are listed in ``unknown_keys`` and reported with :class:`UnknownKeysWarning`.
+    The file is read the way the library builds its configuration class from it:
+
+    * **class defaults**: a key the file leaves out takes the default of the class its
+      ``model_type`` names (:func:`model_defaults`; Gemma 3's ``text_config`` names no
+      base); a file that names no model type, or one the library does not ship, must
+      give every key it needs. A remote-code file whose ``auto_map`` names a class the
+      library ships (Kimi K2: ``DeepseekV3Config``) is read as that class's type.
+    * **per-layer settings**: for a class that nests its defaults by layer type, a flat
+      version-4 dictionary applies to the full-attention layers (Gemma 3); Gemma 3's
+      ``rope_local_base_freq`` is the sliding layers' base; ``global_head_dim`` is the
+      head size of the full-attention layers (Gemma 4).
+    * **M-RoPE**: ``rope_type: "mrope"`` (Qwen2-VL, Qwen2.5-VL) is default RoPE with
+      ``mrope_section``; the sections give the pairs of the temporal, height and width
+      axes, consecutive or interleaved as the model class lays them out.
+    * **old spellings**: GPT-NeoX's ``rotary_emb_base`` and ``rotary_pct``; MiniMax's
+      ``rotary_dim`` (rotated components, ``partial_rotary_factor = rotary_dim /
+      head_dim``); DeepSeek's ``qk_rope_head_dim`` as the rotated head size.
+    * **keys outside the frequencies** are listed in ``effects``: the DeepSeek family's
+      softmax ``mscale``, Ministral 3's ``llama_4_scaling_beta``; Hunyuan's ``alpha`` turns
+      ``dynamic`` into static NTK-alpha (``rope_type`` ``"ntk_alpha"``).
+
+    Raises ``ValueError`` naming the key for a missing required key (and the model
+    type whose defaults were looked up), an unknown rope type, and inconsistent values
+    (a factor below 1, ``high_freq_factor < low_freq_factor``, ``beta_fast <
+    beta_slow``, factor lists of the wrong length, M-RoPE sections that do not cover
+    the rotated pairs, ``rope_scaling`` and ``rope_parameters`` that disagree). Keys the
+    library's computation does not read are listed in ``unknown_keys`` and reported
+    with :class:`UnknownKeysWarning`; keys that act outside the frequencies and are not
+    computed here, with :class:`UnmodelledEffectWarning`.
     """
-    top = {_TOP_LEVEL_ALIASES.get(k, k): v for k, v in config.items()}
-    source, entry = _rope_dictionary(top, layer_type)
-    rope_type = _rope_type(entry)
+    top, model_type, filled = _with_class_defaults(config)
+    source, entry = _rope_dictionary(top, layer_type, model_type, filled)
+    rope_type = _rope_type(entry, model_type, filled)
     kind = ROPE_PARAMETERS[rope_type]
-    head_dim = _head_dim(top)
-    prf = _value("partial_rotary_factor", entry.get("partial_rotary_factor", top.get("partial_rotary_factor", 1.0)))
-    base = _base(entry.get("rope_theta", top.get("rope_theta")))
+    head_dim = _head_dim(top, layer_type, model_type)
+    prf = _partial_rotary_factor(entry, top, head_dim, filled)
+    base = _base(entry.get("rope_theta", top.get("rope_theta")), model_type)
     rotary_dim = _rotary_dim(head_dim, prf, rope_type)
     max_len = top.get("max_position_embeddings")
     max_len = None if max_len is None else _value("max_position_embeddings", max_len)
-    unknown = _unknown_keys(entry, kind, rope_type, source)
+    effects = _position_effects(entry, model_type, rope_type)
+    unknown = _unknown_keys(entry, kind, rope_type, source, effects)
     _required_keys(entry, kind, rope_type, source)
-    reading = _Entry(entry, top, max_len, rotary_dim, head_dim, prf)
+    reading = _Entry(entry, top, max_len, rotary_dim, head_dim, prf, filled)
     # the library's defaults filled in, each value held to its key's kind, then the rules between them
     parameters = {k: _value(k, v, kind.kinds) for k, v in kind.resolve(reading).items()}
     kind.rule(parameters)
+    sections, layout = _mrope_axes(entry, model_type, rotary_dim)
     return RopeSettings(rope_type=rope_type, base=base, head_dim=head_dim, rotary_dim=rotary_dim,
                         partial_rotary_factor=prf, max_position_embeddings=max_len,
                         parameters=parameters, filled_in=tuple(reading.filled), unknown_keys=unknown,
-                        source=source)
+                        source=source, model_type=model_type, mrope_section=sections, mrope_layout=layout,
+                        effects=effects)
 
 
 def _settings(config, layer_type) -> RopeSettings:
@@ -460,19 +593,23 @@ def frequencies_at(config: Config, seq_len: Count, layer_type: LayerType | None 
     the current length (the largest position plus one). Only ``dynamic`` and
     ``longrope`` depend on it. For ``dynamic`` this is a fresh model's answer: the
     library then keeps the frequencies of the longest input seen
-    (:class:`DynamicNTKState`). Float64 throughout (the library: float32).
+    (:class:`DynamicNTKState`). For M-RoPE, ``axes`` gives each pair's position axis.
+    Float64 throughout (the library: float32).
     """
     settings = _settings(config, layer_type)
     inv_freq, factor = ROPE_PARAMETERS[settings.rope_type].compute(settings, seq_len)
+    axes = None if settings.mrope_section is None else mrope.pair_axes.__wrapped__(list(settings.mrope_section),
+                                                                                   settings.mrope_layout)
     return ConfigFrequencies(inv_freq=inv_freq, attention_factor=float(factor), rope_type=settings.rope_type,
                              head_dim=settings.head_dim, rotary_dim=settings.rotary_dim, seq_len=seq_len,
-                             proportional=settings.rope_type == "proportional")
+                             proportional=settings.rope_type == "proportional", axes=axes)
 
 
 def _quietly(config, layer_type) -> RopeSettings:
     """The settings, read without warning (the body reads them again and warns once)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownKeysWarning)
+        warnings.simplefilter("ignore", UnmodelledEffectWarning)
         return _settings(config, layer_type)
 
 
@@ -524,12 +661,37 @@ def _head_width(x, frequencies) -> None:
         raise ValueError(f"x must have last dimension head_dim = {frequencies.head_dim}, got shape {x.shape}")
 
 
-@contract(_head_width, broadcast_to_leading("positions", "x"),
+def _is_grid(positions, frequencies) -> bool:
+    """A (temporal, height, width) grid of shape ``(3, n)`` for an M-RoPE configuration."""
+    return frequencies.axes is not None and positions.ndim == 2 and positions.shape[0] == len(mrope.AXES)
+
+
+def _one_position_per_vector(x, positions, frequencies) -> None:
+    """``positions`` broadcasts to ``x.shape[:-1]``; for M-RoPE, each row of a ``(3, n)`` grid does."""
+    leading = positions.shape[1:] if _is_grid(positions, frequencies) else positions.shape
+    try:
+        fits = np.broadcast_shapes(tuple(leading), tuple(x.shape[:-1])) == tuple(x.shape[:-1])
+    except ValueError:
+        fits = False
+    if not fits:
+        grid = "" if frequencies.axes is not None else (
+            " (a (temporal, height, width) grid of shape (3, n) needs an M-RoPE configuration: mrope_section)")
+        raise ValueError(f"positions of shape {tuple(positions.shape)} must broadcast to x.shape[:-1] = "
+                         f"{tuple(x.shape[:-1])}{grid}")
+
+
+@contract(_head_width, _one_position_per_vector,
           entries("positions.size * head_dim", lambda positions, frequencies: positions.size * frequencies.head_dim))
 def rotate(x: Vectors, positions: Positions,
            frequencies: Annotated[ConfigFrequencies, InstanceOf(ConfigFrequencies, "what frequencies_at returns")],
            layout: Layout = "split") -> np.ndarray:
     r"""Rotate ``x`` (shape ``(..., n, head_dim)``) as the library does, attention factor included.
+
+    ``positions``: one position per row, or for an M-RoPE configuration a
+    (temporal, height, width) grid of shape ``(3, n)``
+    (:func:`companion.mrope.multimodal_positions`), each axis turning its own pairs
+    (:func:`companion.mrope.rotate`); a text token, whose three positions are equal,
+    turns as in 1-D RoPE.
 
     Partial rotary: the first ``rotary_dim`` components are rotated with
     :func:`companion.rope.rotate` in ``layout`` and the rest pass unchanged.
@@ -541,10 +703,94 @@ def rotate(x: Vectors, positions: Positions,
     Float64, shape of ``x``.
     """
     r = frequencies.rotary_dim
-    # the first rotary_dim components rotated, times the attention factor
-    turned = rope.rotate.__wrapped__(x[..., :r], positions, frequencies.inv_freq, layout) * frequencies.attention_factor
-    # the rest unchanged
-    return np.concatenate([turned, x[..., r:]], axis=-1)
+    if _is_grid(positions, frequencies):
+        # pair i turned by p_{a(i)} theta_i: each axis's positions on its own pairs
+        turned = mrope.rotate.__wrapped__(x[..., :r], positions, frequencies.inv_freq, frequencies.axes, layout)
+    else:
+        # pair i turned by m theta_i
+        turned = rope.rotate.__wrapped__(x[..., :r], positions, frequencies.inv_freq, layout)
+    # the rotated components times the attention factor, the rest unchanged
+    return np.concatenate([turned * frequencies.attention_factor, x[..., r:]], axis=-1)
+
+
+@dataclass(frozen=True)
+class LayerRope:
+    """The RoPE of one layer: ``settings`` is ``None`` for a layer that rotates nothing (``why`` says why)."""
+
+    index: int
+    layer_type: str | None
+    settings: RopeSettings | None
+    why: str = ""
+
+
+@contract
+def layer_plan(config: ConfigFile) -> tuple[LayerRope, ...]:
+    r"""The RoPE settings of every layer of ``config``, as the model's layers read them.
+
+    A layer has no RoPE when its ``layer_types`` entry is not an attention layer
+    (Qwen3.5's and Qwen3-Next's ``linear_attention``, state-space or convolution
+    layers), when ``no_rope_layers`` marks it 0 (Llama 4, SmolLM3: every fourth
+    layer), when its entry of a dictionary nested by layer type is null, or when its
+    class rotates only in sliding-window layers and it is not one (Cohere 2, EXAONE 4;
+    Yang et al. 2025's RNoPE-SWA). The others get :func:`read_config` for their layer
+    type (its own base, head size and method). The number of layers is
+    ``num_hidden_layers`` (or the length of ``layer_types``).
+    """
+    top, model_type, _ = _with_class_defaults(config)
+    types, no_rope = _layer_types(top, model_type)
+    only_sliding = model_type in _model_code("rope_only_sliding") and "sliding_attention" in types
+    rope_by_type = _rope_dictionary_or_none(top)
+    read = {}
+    plan = []
+    for i, (layer_type, rotates) in enumerate(zip(types, no_rope)):
+        why = _why_no_rope(layer_type, rotates, only_sliding, rope_by_type)
+        if why:
+            plan.append(LayerRope(i, layer_type, None, why))
+            continue
+        key = layer_type if layer_type in rope_by_type else None
+        if key not in read:
+            read[key] = _quietly(config, key)
+        plan.append(LayerRope(i, layer_type, read[key]))
+    return tuple(plan)
+
+
+@contract
+def query_scale(config: Config, positions: Positions) -> np.ndarray:
+    r"""The factor by which the model's attention multiplies the query at each position.
+
+    Ministral 3's attention (``Ministral3Attention``) multiplies every query at position
+    :math:`m` by :math:`1 + \beta \ln(1 + \lfloor m / L \rfloor)`, with :math:`\beta` =
+    ``llama_4_scaling_beta`` and :math:`L` = ``original_max_position_embeddings``: a
+    temperature that steps up every :math:`L` tokens, in every layer. The logits are
+    multiplied by the same factor (the key is not scaled). 1 for every class that does
+    not read the key.
+    """
+    settings = _settings(config, None)
+    effect = [e for e in settings.effects if e.modelled == "query_scale"]
+    if not effect:
+        return np.ones(positions.shape)
+    beta, L = effect[0].value, settings.parameters["original_max_position_embeddings"]
+    # 1 + beta ln(1 + floor(m / L))
+    return 1.0 + beta * np.log1p(np.floor(positions / L))
+
+
+@contract
+def softmax_scale_factor(config: Config, layer_type: LayerType | None = None) -> float:
+    r"""The factor by which the model's attention multiplies its softmax scale :math:`1/\sqrt{d}`.
+
+    The DeepSeek family (DeepSeek-V2 and V3, Kimi K2 and the classes that copy its
+    attention) multiplies it by :math:`(0.1\,\texttt{mscale\_all\_dim}\ln s + 1)^2`
+    when the rope type is not default and ``mscale_all_dim`` is set, with
+    :math:`s` = ``factor`` (``yarn_get_mscale``): the attention factor of YaRN moved from
+    :math:`\cos` and :math:`\sin` to the logits. 1 for every other class.
+    """
+    settings = _settings(config, layer_type)
+    effect = [e for e in settings.effects if e.modelled == "softmax_scale_factor"]
+    s = settings.parameters.get("factor", 1.0)
+    if not effect or s <= 1.0:
+        return 1.0
+    # (0.1 mscale_all_dim ln s + 1)^2
+    return (0.1 * effect[0].value * math.log(s) + 1.0) ** 2
 
 
 def _trained_range(config, context, trained_length, layer_type) -> None:
@@ -591,6 +837,53 @@ def _value(key: str, value, kinds: dict | None = None):
     return value if kind is None else kind(key, value)
 
 
+def _with_class_defaults(config: Mapping) -> tuple[dict, str | None, list]:
+    """The language model's keys with the class defaults filled in, its model type, and the keys filled.
+
+    A multimodal file's language model is its ``text_config`` (its model type, or the one
+    the library's multimodal class gives it). Version-4 top-level spellings are renamed.
+    """
+    table = _defaults_table()
+    text = config.get("text_config")
+    if isinstance(text, Mapping):
+        model_type = text.get("model_type") or table["text_model_types"].get(config.get("model_type"))
+        top = dict(text)
+    else:  # a flat multimodal file (Qwen2-VL): its class moves these keys into its text configuration
+        model_type, top = config.get("model_type"), dict(config)
+        model_type = table["text_model_types"].get(model_type, model_type)
+    top = {_TOP_LEVEL_ALIASES.get(k, k): v for k, v in top.items()}
+    filled: list[str] = []
+    if model_type is not None and model_type not in table["model_types"]:
+        model_type = _library_type(config, model_type, filled)
+    defaults = table["model_types"].get(model_type, {})
+    for key in _SIZE_KEYS:
+        if top.get(key) is None and defaults.get(key) is not None:
+            top[key] = defaults[key]
+            filled.append(f"{key} = {defaults[key]} ({defaults['config_class']}'s default)")
+    return top, model_type, filled
+
+
+def _library_type(config: Mapping, model_type: str, filled: list) -> str:
+    """The model type the library reads a remote-code file with: the one of the class its ``auto_map`` names."""
+    wanted = str((config.get("auto_map") or {}).get("AutoConfig", "")).rsplit(".", 1)[-1]
+    for known, entry in _defaults_table()["model_types"].items():
+        if wanted and entry["config_class"] == wanted:
+            filled.append(f"model_type {model_type!r} read as {known!r} (its auto_map names {wanted})")
+            return known
+    return model_type
+
+
+def _no_defaults(model_type: str | None) -> str:
+    """Why no class default could fill a missing key, for an error message."""
+    table = _defaults_table()
+    if model_type is None:
+        return "; the file names no model_type whose class defaults could fill it in"
+    if model_type not in table["model_types"]:
+        return (f"; model_type {model_type!r} is not one of the {len(table['model_types'])} model types of "
+                f"Transformers {table['transformers']} whose defaults are known here")
+    return f"; {model_type!r}'s class ({table['model_types'][model_type]['config_class']}) has no default for it"
+
+
 def _rotary_dim(head_dim: int, prf: float, rope_type: str) -> int:
     """Components rotated per head: all for ``proportional``, else ``int(prf * head_dim)``, even and >= 2."""
     rotary_dim = head_dim if rope_type == "proportional" else int(head_dim * prf)
@@ -600,13 +893,29 @@ def _rotary_dim(head_dim: int, prf: float, rope_type: str) -> int:
     return rotary_dim
 
 
-def _unknown_keys(entry: dict, kind: RopeType, rope_type: str, source: str) -> tuple:
-    """The keys ``rope_type`` does not use, reported with :class:`UnknownKeysWarning`."""
-    unknown = tuple(sorted(set(entry) - set(_COMMON_KEYS) - set(kind.required) - set(kind.optional)))
+def _partial_rotary_factor(entry: dict, top: dict, head_dim: int, filled: list) -> float:
+    """``partial_rotary_factor`` from the dictionary or the top level, else MiniMax's ``rotary_dim / head_dim``,
+    else 1."""
+    prf = entry.get("partial_rotary_factor", top.get("partial_rotary_factor"))
+    if prf is None and top.get("rotary_dim") is not None:
+        prf = _value("rotary_dim", top["rotary_dim"]) / head_dim
+        filled.append(f"partial_rotary_factor = rotary_dim / head_dim = {prf:g}")
+    return _value("partial_rotary_factor", 1.0 if prf is None else prf)
+
+
+def _unknown_keys(entry: dict, kind: RopeType, rope_type: str, source: str, effects: tuple) -> tuple:
+    """The keys ``rope_type`` does not read, reported with :class:`UnknownKeysWarning`; effects not computed
+    here are reported with :class:`UnmodelledEffectWarning`."""
+    known = set(_COMMON_KEYS) | set(kind.required) | set(kind.optional) | {effect.key for effect in effects}
+    unknown = tuple(sorted(set(entry) - known))
     if unknown:
-        warnings.warn(f"rope_type {rope_type!r} does not use the keys {', '.join(unknown)} "
-                      f"(in {source}); they change nothing the library computes", UnknownKeysWarning,
-                      stacklevel=4)
+        warnings.warn(f"rope_type {rope_type!r} does not use the keys {', '.join(unknown)} (in {source}) in the "
+                      f"library's computation of its frequencies; the model's own code may still read them "
+                      f"(check its attention class)", UnknownKeysWarning, stacklevel=4)
+    for effect in effects:
+        if not effect.modelled:
+            warnings.warn(f"{effect.key} = {effect.value!r} (in {source}) {effect.effect}", UnmodelledEffectWarning,
+                          stacklevel=4)
     return unknown
 
 
@@ -617,33 +926,48 @@ def _required_keys(entry: dict, kind: RopeType, rope_type: str, source: str) -> 
                          f" (required: {', '.join(kind.required)})")
 
 
-def _base(value) -> float:
+def _base(value, model_type: str | None) -> float:
     if value is None:
-        raise ValueError("rope_theta is missing: give the RoPE base in rope_parameters or at the top level")
+        raise ValueError(f"rope_theta is missing: give the RoPE base in rope_parameters or at the top level"
+                         f"{_no_defaults(model_type)}")
     base = _value("rope_theta", value)
     if base == 1.0:
         raise ValueError("rope_theta must be a base > 0 and != 1 (every frequency would be 1), got 1.0")
     return base
 
 
-def _rope_dictionary(top: dict, layer_type: str | None) -> tuple[str, dict]:
-    """Find the RoPE dictionary (and say where it came from); merge version-4 spellings."""
+def _rope_dictionary(top: dict, layer_type: str | None, model_type: str | None, filled: list) -> tuple[str, dict]:
+    """Find the RoPE dictionary (and say where it came from); merge version-4 spellings and class defaults."""
     v5, v4 = top.get("rope_parameters"), top.get("rope_scaling")
     for name, value in (("rope_parameters", v5), ("rope_scaling", v4)):
         if value is not None and not isinstance(value, Mapping):
             raise ValueError(f"{name} must be a dictionary or null, got {type(value).__name__}")
     layer_types = set(top.get("layer_types") or ())
-    if "rope_local_base_freq" in top:  # Gemma 3, version 4: local layers have their own base
-        v5 = {"sliding_attention": {"rope_type": "default", "rope_theta": top["rope_local_base_freq"]},
-              "full_attention": {"rope_type": "default", **_normalised(v4 or {})}} if v5 is None else v5
-        v4 = None
-        layer_types |= {"sliding_attention", "full_attention"}
+    table = _defaults_table()["model_types"]
+    default = table.get(model_type, {}).get("rope_parameters") or {}
+    by_layer = {k: v for k, v in default.items() if isinstance(v, Mapping)}
+    if by_layer or "rope_local_base_freq" in top:
+        flat = v5 is None and v4 is not None and not any(isinstance(v, Mapping) for v in v4.values())
+        v5, v4 = _nested_by_class(top, v5, v4, by_layer)
+        layer_types |= set(v5)
+        if flat and layer_type is not None:
+            what = "the file's rope_scaling" if layer_type == "full_attention" else "the class's dictionary"
+            filled.append(f"rope_parameters[{layer_type!r}] = {what}, as the class nests it by layer type")
+        if layer_type in by_layer and "rope_theta" not in top and (layer_type == "full_attention"
+                                                                   or "rope_local_base_freq" not in top):
+            filled.append(f"rope_theta = {by_layer[layer_type].get('rope_theta')} for {layer_type} "
+                          f"({table[model_type]['config_class']}'s default)")
     if v5 is not None and v4 is not None and _normalised(v5) != _normalised(v4):
         raise ValueError("rope_scaling and rope_parameters disagree: keep one (rope_parameters in "
                          "version 5); the library would use rope_scaling")
     name, entry = ("rope_parameters", v5) if v5 is not None else ("rope_scaling", v4)
     if entry is None:
-        return "top level", {}
+        # the class's dictionary, with what the file gives at the top level taking precedence
+        entry = {k: v for k, v in default.items() if k not in top}
+        if not entry or by_layer:
+            return "top level", {}
+        name = f"{table[model_type]['config_class']}'s default rope_parameters"
+        filled.append(f"rope_parameters = {name} {entry}")
     nested = [k for k in entry if k in layer_types and isinstance(entry[k], Mapping)]
     if nested:
         if layer_type is None:
@@ -651,9 +975,33 @@ def _rope_dictionary(top: dict, layer_type: str | None) -> tuple[str, dict]:
         if layer_type not in nested:
             raise ValueError(f"layer_type must be one of {', '.join(map(repr, nested))}; got {layer_type!r}")
         return f"{name}[{layer_type!r}]", dict(entry[layer_type])
-    if layer_type is not None:
-        raise ValueError(f"layer_type must be None: {name} is not nested by layer type, got {layer_type!r}")
+    if layer_type is not None and layer_type not in layer_types:
+        raise ValueError(f"layer_type must be None or one of the file's layer_types "
+                         f"({', '.join(map(repr, sorted(layer_types))) or 'none'}): {name} is not nested by "
+                         f"layer type, got {layer_type!r}")
     return name, dict(entry)
+
+
+def _nested_by_class(top: dict, v5, v4, by_layer: dict) -> tuple[dict, None]:
+    """The dictionary nested by layer type, as a class that nests its defaults builds it (Gemma 3).
+
+    A file already nested, or in version 5's spelling, is kept. Otherwise each layer type
+    starts from the class's default; the file's flat ``rope_scaling`` and its
+    ``rope_theta`` apply to the full-attention layers, ``rope_local_base_freq`` is the
+    sliding layers' base (``Gemma3TextConfig.convert_rope_params_to_dict``; OLMo 3 alike).
+    """
+    flat = _normalised(v4 or {})
+    if v5 is not None or any(isinstance(v, Mapping) for v in flat.values()):
+        return v5 if v5 is not None else v4, None
+    nested = {k: dict(v) for k, v in by_layer.items()}
+    nested.setdefault("full_attention", {"rope_type": "default"})
+    nested.setdefault("sliding_attention", {"rope_type": "default"})
+    nested["full_attention"].update(flat)
+    if "rope_theta" in top:
+        nested["full_attention"]["rope_theta"] = top["rope_theta"]
+    if "rope_local_base_freq" in top:
+        nested["sliding_attention"]["rope_theta"] = top["rope_local_base_freq"]
+    return nested, None
 
 
 def _normalised(entry: Mapping) -> dict:
@@ -663,25 +1011,139 @@ def _normalised(entry: Mapping) -> dict:
     return out
 
 
-def _rope_type(entry: dict) -> str:
+def _rope_type(entry: dict, model_type: str | None, filled: list) -> str:
     spelled = {entry[k] for k in ("rope_type", "type") if k in entry}
     if len(spelled) > 1:
         raise ValueError(f"rope_type and type disagree: {entry['rope_type']!r} and {entry['type']!r}")
     rope_type = spelled.pop() if spelled else "default"
-    return OneOf(*ROPE_TYPES)("rope_type", rope_type)
+    if rope_type == "mrope":  # Qwen2-VL's name, read by its class as default RoPE with sections
+        filled.append("rope_type 'mrope' read as 'default' with its mrope_section (Qwen2-VL's configuration class)")
+        return "default"
+    if rope_type == "su":
+        raise ValueError("rope_type 'su' is LongRoPE's pre-release name (Phi-3's first files). Transformers maps "
+                         "it to 'longrope' but only after copying original_max_position_embeddings into the "
+                         "dictionary, and then fails for want of that key; the model's own code runs LongRoPE "
+                         "with these factors. To read it that way, set the type to 'longrope'")
+    if rope_type == "dynamic" and entry.get("alpha") and model_type in _model_code("ntk_alpha"):
+        filled.append("rope_type 'dynamic' with alpha read as static NTK-alpha (Hunyuan's rotary class)")
+        return "ntk_alpha"
+    return OneOf(*_SPELLED_TYPES)("rope_type", rope_type)
 
 
-def _head_dim(top: dict) -> int:
-    for key in ("qk_rope_head_dim", "head_dim"):
+def _head_dim(top: dict, layer_type: str | None, model_type: str | None) -> int:
+    """The head size the layers' rotary module reads, by the rule of the model's class.
+
+    Gemma 4's full-attention layers: ``global_head_dim`` (or the class's own). Otherwise
+    the class's rule (:func:`model_defaults`, ``head_dim_rule``): DeepSeek's rotated size
+    ``qk_rope_head_dim`` for MLA classes, else ``head_dim`` (the file's or the class's
+    constant), else ``hidden_size / num_attention_heads``. A file of an unknown model type
+    is read by the common rule: ``qk_rope_head_dim``, ``head_dim``, then the quotient.
+    """
+    entry = _defaults_table()["model_types"].get(model_type, {})
+    if layer_type == "full_attention":
+        if top.get("global_head_dim") is not None:
+            return _value("global_head_dim", top["global_head_dim"])
+        by_type = entry.get("head_dim_by_layer_type", {})
+        if "sliding_attention" in by_type and by_type.get("full_attention") not in (None, by_type["sliding_attention"]):
+            return by_type["full_attention"]  # the class's own size for its global layers (Gemma 4: 512)
+    rule = entry.get("head_dim_rule")
+    if rule == "other":
+        raise ValueError(f"head_dim: the class of model_type {model_type!r} ({entry['config_class']}) sets the head "
+                         "size of its rotary module by a rule not modelled here")
+    keys = {"qk_rope_head_dim": ("qk_rope_head_dim",), None: ("qk_rope_head_dim", "head_dim")}.get(rule, ("head_dim",))
+    for key in keys:
         if top.get(key) is not None:
             return _value(key, top[key])
     hidden, heads = top.get("hidden_size"), top.get("num_attention_heads")
     if hidden is None or heads is None:
-        raise ValueError("head_dim is missing: give head_dim, or hidden_size and num_attention_heads")
+        raise ValueError("head_dim is missing: give head_dim, or hidden_size and num_attention_heads"
+                         f"{_no_defaults(model_type)}")
     hidden, heads = _value("hidden_size", hidden), _value("num_attention_heads", heads)
     if hidden % heads:
         raise ValueError(f"hidden_size ({hidden}) must be a multiple of num_attention_heads ({heads})")
     return hidden // heads
+
+
+def _mrope_axes(entry: dict, model_type: str | None, rotary_dim: int) -> tuple[tuple | None, str | None]:
+    """M-RoPE's sections and layout, or ``(None, None)``; the sections must cover the rotated pairs."""
+    if model_type in _model_code("mrope_reordered"):
+        raise ValueError(f"mrope_section: the class of model_type {model_type!r} reorders its frequencies before "
+                         "giving them to the axes (ERNIE 4.5-VL's inv_freq_3d), which is not modelled here")
+    if entry.get("mrope_section") is None:
+        return None, None
+    sections = tuple(_value("mrope_section", entry["mrope_section"]))
+    if sum(sections) != rotary_dim // 2:
+        raise ValueError(f"mrope_section must give every one of the rotary_dim/2 = {rotary_dim // 2} rotated pairs "
+                         f"to an axis, got {list(sections)} (sum {sum(sections)})")
+    if model_type in _model_code("mrope"):
+        layout = "interleaved" if model_type in _model_code("mrope_interleaved") else "sectioned"
+    else:  # a class the library does not ship: the file's flag, as other engines read it
+        layout = "interleaved" if entry.get("mrope_interleaved") else "sectioned"
+    return sections, layout
+
+
+def _position_effects(entry: dict, model_type: str | None, rope_type: str) -> tuple:
+    """The keys that change what the model computes with positions besides the frequencies."""
+    effects = []
+    if entry.get("llama_4_scaling_beta") is not None:
+        if model_type in _model_code("query_scale"):
+            effects.append(PositionEffect(
+                "llama_4_scaling_beta", entry["llama_4_scaling_beta"],
+                "every query is multiplied by 1 + beta ln(1 + floor(m / original_max_position_embeddings))",
+                "query_scale"))
+        else:
+            effects.append(PositionEffect(
+                "llama_4_scaling_beta", entry["llama_4_scaling_beta"],
+                "read by Ministral 3's attention as a position-dependent query scale; "
+                f"not by the class of model_type {model_type!r}"))
+    if rope_type != "default" and entry.get("mscale_all_dim") and model_type in _model_code("softmax_mscale"):
+        effects.append(PositionEffect(
+            "mscale_all_dim", entry["mscale_all_dim"],
+            "the attention's softmax scale is multiplied by (0.1 mscale_all_dim ln s + 1)^2",
+            "softmax_scale_factor"))
+    if entry.get("alpha") is not None and rope_type != "ntk_alpha":
+        effects.append(PositionEffect(
+            "alpha", entry["alpha"], "read by Hunyuan's rotary class as static NTK-alpha (base alpha^(d/(d-2)) "
+            f"times larger); changes what that class computes, not modelled for model_type {model_type!r}"))
+    return tuple(effects)
+
+
+def _layer_types(top: dict, model_type: str | None) -> tuple[list, list]:
+    """Each layer's type (``None`` for a model without ``layer_types``) and its ``no_rope_layers`` mark (1: RoPE)."""
+    types = list(top.get("layer_types") or [])
+    kinds = _defaults_table()["model_types"].get(model_type, {}).get("layer_kinds")
+    if not types and kinds:
+        raise ValueError(f"layer_types must be given: the class of model_type {model_type!r} gives its layers "
+                         f"the kinds {', '.join(kinds)} by its own rule")
+    n = _value("num_hidden_layers", top.get("num_hidden_layers") or len(types) or None)
+    if types and len(types) != n:
+        raise ValueError(f"layer_types must name every one of the num_hidden_layers = {n} layers, got {len(types)}")
+    no_rope = list(top.get("no_rope_layers") or [1] * n)
+    if len(no_rope) != n:
+        raise ValueError(f"no_rope_layers must have one entry per layer ({n}), got {len(no_rope)}")
+    return types or [None] * n, no_rope
+
+
+def _why_no_rope(layer_type: str | None, rotates, only_sliding: bool, rope_by_type: dict) -> str:
+    """Why a layer rotates nothing, or ``""`` when it rotates."""
+    if layer_type is not None and ("attention" not in layer_type or layer_type == "linear_attention"):
+        return f"a {layer_type} layer has no attention to rotate"
+    if not rotates:
+        return "no_rope_layers marks it 0: attention without positions"
+    if only_sliding and layer_type != "sliding_attention":
+        return "its class rotates only in the sliding-window layers"
+    if layer_type in rope_by_type and rope_by_type[layer_type] is None:
+        return "its entry of rope_parameters is null"
+    return ""
+
+
+def _rope_dictionary_or_none(top: dict) -> dict:
+    """The layer types of a RoPE dictionary nested by layer type (a null entry: no RoPE), else ``{}``."""
+    entry = top.get("rope_parameters") or top.get("rope_scaling") or {}
+    types = set(top.get("layer_types") or ())
+    if "rope_local_base_freq" in top:
+        return {"full_attention": {}, "sliding_attention": {}}
+    return {k: v for k, v in entry.items() if k in types and (v is None or isinstance(v, Mapping))}
 
 
 # ---------------------------------------------------------------------------

@@ -106,14 +106,16 @@ Segments = Annotated[list, InstanceOf((list, tuple), "a list of text lengths and
 _ONE_AXIS_PER_PAIR = same_shape("inv_freq", "axes", why=" (one axis per pair)")
 
 def _room_to_interleave(sections, layout) -> None:
-    """The interleaved layout has three sections, and ``3 max(s_1, s_2) <= sum(sections)``."""
+    """The interleaved layout has three sections whose strided pairs fit: ``3 s_1 - 2`` and ``3 s_2 - 1`` below
+    ``sum(sections)``."""
     if layout != "interleaved":
         return
     if len(sections) != 3:
         raise ValueError(f"sections must list 3 sizes (temporal, height, width) for the interleaved "
                          f"layout, got {sections}")
-    if 3 * max(sections[1], sections[2]) > sum(sections):
-        raise ValueError(f"sections must leave room to interleave: 3 * max(height, width) <= "
+    # height owns pairs 1, 4, ..., 3 s_1 - 2 and width 2, 5, ..., 3 s_2 - 1: both must lie below d/2
+    if 3 * sections[1] - 2 >= sum(sections) or 3 * sections[2] - 1 >= sum(sections):
+        raise ValueError(f"sections must leave room to interleave: 3 * height - 2 and 3 * width - 1 below "
                          f"sum(sections) = {sum(sections)}, got {sections}")
 
 

@@ -282,7 +282,8 @@ def yarn(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive 
 # YaRN: the shipped code
 # ---------------------------------------------------------------------------
 
-_FAST_ABOVE_SLOW = ordered("beta_slow", "beta_fast", why=": it is the turn count of the fast end")
+# equal betas make the ramp a step (its ends one pair apart once rounded), as shipped by Kimi K2
+_FAST_ABOVE_SLOW = ordered("beta_slow", "beta_fast", strict=False, why=": it is the turn count of the fast end")
 
 
 @contract(_FAST_ABOVE_SLOW)
@@ -296,7 +297,7 @@ def yarn_correction_range(d: EvenSize, L: Size, base: BaseAboveOne = ROFORMER_BA
     (no rounding when ``truncate=False``, Hugging Face's option for gpt-oss), then
     clamped to ``[0, d - 1]`` as in the code (jquesnelle/yarn, ``find_correction_range``;
     Hugging Face ``_compute_yarn_parameters``). Needs ``base > 1`` and
-    ``beta_fast > beta_slow > 0``.
+    ``beta_fast >= beta_slow > 0`` (equal: a step between the two ranges).
     """
 
     def index(turns):

@@ -52,7 +52,8 @@ MODULES = {"attention": attention, "absolute": absolute, "relative": relative, "
 RECORDS = {
     "relative.XLTerms", "relative.PositionCost", "nope.ProbeResult", "scaling.YarnCurves", "trained_range.Extension",
     "configs.RopeType", "configs.UnknownKeysWarning", "configs.RopeSettings", "configs.ConfigFrequencies",
-    "configs.PublishedConfig", "symbolic.Witness",
+    "configs.PublishedConfig", "configs.UnmodelledEffectWarning", "configs.PositionEffect", "configs.LayerRope",
+    "symbolic.Witness",
 }
 
 NAN, INF = float("nan"), float("inf")
@@ -564,6 +565,14 @@ YARN = {"head_dim": 16, "rope_theta": 1e4, "max_position_embeddings": 8192,
 DYNAMIC = {"head_dim": 16, "rope_theta": 1e4, "max_position_embeddings": 4096,
            "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
 YARN_AT_3K = configs.frequencies_at(YARN, 3000)
+HYBRID = {"model_type": "qwen3_next", "head_dim": 16, "num_hidden_layers": 4, "rope_theta": 1e7,
+          "partial_rotary_factor": 0.5, "layer_types": ["linear_attention"] * 3 + ["full_attention"]}
+MINISTRAL = {"model_type": "ministral3", "head_dim": 16, "max_position_embeddings": 65536,
+             "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
+                                 "original_max_position_embeddings": 16384, "llama_4_scaling_beta": 0.1}}
+DEEPSEEK = {"model_type": "deepseek_v3", "qk_rope_head_dim": 16, "rope_theta": 1e4, "max_position_embeddings": 8192,
+            "rope_scaling": {"type": "yarn", "factor": 4.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                             "original_max_position_embeddings": 2048}}
 SYM_S = symbolic.symbol_matrix("s", 2, 2)
 SYM_X = symbolic.symbol_matrix("x", 2, 2)
 A_SYM, B_SYM = sp.symbols("a b", real=True)
@@ -1048,6 +1057,25 @@ EXAMPLES: dict[str, Example] = {
         Case('context shorter than training', {'context': 1000}),
     ]),
     "configs.published": Example(configs.published, dict(name='Llama 2 7B')),
+    "configs.model_defaults": Example(lambda: configs.model_defaults()["transformers"], {}, anything=True),
+    "configs.layer_plan": Example(
+        lambda **kw: [(layer.layer_type, layer.settings is None) for layer in configs.layer_plan(**kw)],
+        dict(config=HYBRID), [
+        Case('no_rope_layers of the wrong length', {'config': {**HYBRID, 'no_rope_layers': [1, 0]}},
+             names=('no_rope_layers',)),
+        Case('layer_types of the wrong length', {'config': {**HYBRID, 'layer_types': ['full_attention']}},
+             names=('layer_types',)),
+        Case('layer kinds left to the class', {'config': {k: v for k, v in HYBRID.items() if k != 'layer_types'}},
+             names=('layer_types',)),
+    ]),
+    "configs.query_scale": Example(configs.query_scale, dict(config=MINISTRAL, positions=[0, 16384, 40000]), [
+        Case('a class without the query scale', {'config': {**MINISTRAL, 'model_type': 'mistral'}},
+             lambda r: np.array_equal(r, np.ones(3))),
+    ]),
+    "configs.softmax_scale_factor": Example(configs.softmax_scale_factor, dict(config=DEEPSEEK, layer_type=None), [
+        Case('a class without the softmax mscale', {'config': {**DEEPSEEK, 'model_type': 'llama'}},
+             lambda r: r == 1.0),
+    ]),
     # --- mrope ----------------------------------------------------------------
     "mrope.pair_axes": Example(mrope.pair_axes, dict(sections=[1, 1, 2], layout='sectioned'), [
         Case('interleaved with two sections', {'sections': [2, 2], 'layout': 'interleaved'}, names=('sections',)),

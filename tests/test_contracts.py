@@ -257,7 +257,7 @@ def test_chapter_11_defaults_are_the_librarys():
     assert _default(layers.gemma2, "base") == gemma2.rope_parameters["rope_theta"]
     assert _default(layers.gemma3, "local_base") == gemma3.rope_parameters["sliding_attention"]["rope_theta"]
     assert _default(layers.gemma3, "global_base") == gemma3.rope_parameters["full_attention"]["rope_theta"]
-    released = configs.published("Gemma 3 27B, local layers").config
+    released = configs.published("Gemma 3 27B, local layers").config["text_config"]
     assert _default(layers.gemma3, "window") == released["sliding_window"]
     assert _default(layers.gemma3, "global_factor") == released["rope_scaling"]["factor"]
     every = _default(layers.gemma3, "every")
@@ -289,7 +289,8 @@ def test_rope_bases_and_lengths_are_the_published_ones():
     assert rope.DEFAULT_BASE == scaling.ROFORMER_BASE == LlamaConfig().rope_parameters["rope_theta"]
     llama2, llama3 = configs.published("Llama 2 7B").config, configs.published("Llama 3 8B").config
     llama31 = configs.published("Llama 3.1 8B").config["rope_scaling"]
-    assert scaling.ROFORMER_BASE == llama2["rope_theta"] and scaling.LLAMA2_CONTEXT == llama2["max_position_embeddings"]
+    assert scaling.ROFORMER_BASE == configs.read_config(llama2).base  # the file leaves it to LlamaConfig
+    assert scaling.LLAMA2_CONTEXT == llama2["max_position_embeddings"]
     assert scaling.LLAMA3_BASE == llama3["rope_theta"]
     assert scaling.CODE_LLAMA_BASE == configs.published("Code Llama 7B").config["rope_theta"]
     assert scaling.LLAMA31_ORIGINAL_CONTEXT == llama31["original_max_position_embeddings"]

@@ -343,7 +343,9 @@ def test_yarn_correction_range_edges():
     low, high = scaling.yarn_correction_range(128, 64, 10000.0)
     assert low == 0 and 0 < high < 127
     assert scaling.yarn_correction_range(16, 4096, base=1.5)[1] == 15   # any base > 1 is allowed
-    with pytest.raises(ValueError, match="beta_fast must be greater than beta_slow"):
-        scaling.yarn_correction_range(16, 4096, beta_fast=2.0, beta_slow=2.0)
+    with pytest.raises(ValueError, match="beta_fast must be at least beta_slow"):
+        scaling.yarn_correction_range(16, 4096, beta_fast=1.0, beta_slow=2.0)
+    low, high = scaling.yarn_correction_range(16, 4096, beta_fast=2.0, beta_slow=2.0)  # a step
+    assert high - low == 1
     with pytest.raises(ValueError, match="base must"):
         scaling.yarn_correction_range(16, 4096, base=1.0)
