@@ -8,9 +8,13 @@ budget. Screenshots of every page at both widths go to ``_build/screenshots/``.
 """
 from __future__ import annotations
 
+import html
+import io
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,7 +23,7 @@ import pytest
 import browser as reader
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from conftest import ROOT, build_book, open_offline
+from conftest import ROOT, build_book, open_offline, serve
 
 pytestmark = pytest.mark.site
 
@@ -438,3 +442,88 @@ def test_lesson_pages_keep_solutions_and_hide_assignment_markup(built_site):
         for markup in ("BEGIN SOLUTION", "END SOLUTION", "# SOLUTION", "BEGIN QUESTION",
                        "BEGIN TESTS", "# HIDDEN", "all_or_nothing", "def test_"):
             assert markup not in html, f"{page.name}: {markup}"
+
+
+#: Formulas whose drawing holds glyphs that are in no element's text (the radical of
+#: <msqrt> and <mroot>) or that the browser picks from the font's MATH table (a stretched
+#: fence, a larger size, a stretched accent), with the plain constructs beside them.
+IMPLICIT_GLYPHS = [r"\sqrt{d_k}", r"\sqrt[3]{y}", r"\sqrt{\frac{QK^{\mathsf T}}{d}}", r"\left(\frac{a}{b}\right)",
+                   r"\Bigl\|x\Bigr\|", r"\hat q", r"\widehat{ab}", r"\vec v", r"\tilde\theta_i", r"a - b",
+                   r"\operatorname{softmax}\left(\frac{S}{\sqrt{d}}\right)"]
+
+
+def test_the_math_font_keeps_what_mathml_draws_without_text(browser, tmp_path):
+    """The site's font subset draws each construct exactly as the whole font does.
+
+    The formulas are typeset as the build does (Temml), the font is cut to them as the build
+    cuts it (offline_assets.subset_math_font), and Chromium draws every formula twice, in the
+    cut and in the whole STIX Two Math: the pixels must be the same, and a radical must have
+    ink. A glyph left out of the cut is drawn by a fallback font or not at all (a square
+    root with no radical sign) and fails."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from offline_assets import ASSETS, MATH_FONT_SOURCE, subset_math_font
+    from PIL import Image, ImageChops
+
+    request = {"macros": {}, "pages": [{"formulas": [{"tex": tex, "display": True} for tex in IMPLICIT_GLYPHS]}]}
+    typeset = subprocess.run(["node", str(ASSETS / "typeset.cjs")], input=json.dumps(request), capture_output=True,
+                             text=True, check=True, env=dict(os.environ, NODE_PATH=str(ROOT / "node_modules")))
+    (page_of_math,) = json.loads(typeset.stdout)
+    assert page_of_math["errors"] == []
+    whole = ROOT / "node_modules" / MATH_FONT_SOURCE
+    subset_math_font(whole, ["".join(page_of_math["html"])], tmp_path / "cut.woff")
+    shutil.copy(whole, tmp_path / "whole.woff")
+    boxes = "".join(f'<div class="cut" style="top:{150 * i}px">{mathml}</div>'
+                    f'<div class="whole" style="top:{150 * i}px">{mathml}</div>'
+                    for i, mathml in enumerate(page_of_math["html"]))
+    (tmp_path / "index.html").write_text(
+        "<!doctype html><meta charset='utf-8'><style>"
+        "@font-face { font-family: Cut; src: url(cut.woff) format('woff'); }"
+        "@font-face { font-family: Whole; src: url(whole.woff) format('woff'); }"
+        "body { background: #fff; color: #000; font-size: 40px; margin: 0; }"
+        "div { position: absolute; width: 400px; height: 140px; }"
+        ".cut { left: 0; } .cut math { font-family: Cut; }"
+        ".whole { left: 450px; } .whole math { font-family: Whole; }"
+        f"</style>{boxes}", encoding="utf-8")
+    base, stop = serve(tmp_path)
+    page = browser.new_page(viewport={"width": 900, "height": 150 * len(IMPLICIT_GLYPHS)})
+    try:
+        page.goto(base + "index.html", wait_until="load")
+        page.wait_for_function("document.fonts.status === 'loaded' && document.fonts.size === 2"
+                               " && [...document.fonts].every((f) => f.status === 'loaded')")
+
+        def ink(locator):
+            image = Image.open(io.BytesIO(locator.screenshot())).convert("L")
+            return image.crop(ImageChops.invert(image).getbbox())
+
+        different = []
+        for i, tex in enumerate(IMPLICIT_GLYPHS):
+            cut, whole_font = ink(page.locator(".cut").nth(i)), ink(page.locator(".whole").nth(i))
+            if cut.size != whole_font.size or ImageChops.difference(cut, whole_font).getbbox() is not None:
+                different.append(f"{tex}: {cut.size} in the cut, {whole_font.size} in the whole font")
+        assert different == [], different
+        # the radical sign has ink: the root is wider than what is under it
+        for root in page.locator(".cut msqrt, .cut mroot").all():
+            radical = root.evaluate("r => r.getBoundingClientRect().width - r.firstElementChild.getBoundingClientRect().width")
+            assert radical > 10, radical
+    finally:
+        page.close()
+        stop()
+
+
+def test_the_site_math_font_has_every_character_of_the_site(built_site):
+    """Every character of every page's MathML, and every one the browser draws without
+    text, has a glyph in the font the site serves."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from fontTools.ttLib import TTFont
+    from offline_assets import DRAWN_WITHOUT_TEXT, MATH_FONT, MATH_ITALIC, MATHML
+
+    font = TTFont(built_site / MATH_FONT)
+    covered = set(font.getBestCmap())
+    missing = {}
+    for page_path in html_pages(built_site):
+        for formula in MATHML.findall((built_site / page_path).read_text(encoding="utf-8")):
+            text = html.unescape(re.sub(r"<[^>]+>", "", formula))
+            for character in {c for c in text if not c.isspace() and ord(c) not in covered}:
+                missing.setdefault(character, page_path)
+    missing.update({chr(c): "(drawn without text)" for c in (DRAWN_WITHOUT_TEXT | MATH_ITALIC) - covered})
+    assert missing == {}, missing
