@@ -1,4 +1,4 @@
-r"""Figure 3 (chapter 4): ALiBi's causal heatmap, one head at a time.
+r"""Chapter 4's interactive figure: ALiBi's causal heatmap, one head at a time.
 
 Each head :math:`h` adds :math:`-m_h (i - j)` to the score of query :math:`i` and key
 :math:`j` (Press, Smith & Lewis 2022). Python computes, for every head, the scores
@@ -20,7 +20,7 @@ from ._base import Figure, esm
 
 
 def alibi_heatmap_data(n_heads: int = 8, n: int = 24, content_scale: float = 0.5, seed: int = 0) -> dict:
-    r"""Everything figure 3 shows.
+    r"""Everything chapter 4's figure shows.
 
     Scores :math:`s_{h,ij} = q_i \cdot k_j/\sqrt{d} - m_h (i - j)` for random unit-scale
     content (16-dimensional queries and keys with entries of standard deviation
@@ -100,7 +100,7 @@ class AlibiHeatmap(Figure):
 
 def alibi_heatmap(n_heads: int = 8, n: int = 24, head: int = 0, view: str = "weights",
                   content_scale: float = 0.5, seed: int = 0) -> AlibiHeatmap:
-    """Figure 3: ALiBi's causal heatmap for ``n_heads`` heads; choose a head and a view."""
+    """Chapter 4's figure: ALiBi's causal heatmap for ``n_heads`` heads; choose a head and a view."""
     data = alibi_heatmap_data(n_heads=n_heads, n=n, content_scale=content_scale, seed=seed)
     if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < n_heads:
         raise ValueError(f"head must be an integer in 0..{n_heads - 1}, got {head!r}")

@@ -1,4 +1,4 @@
-r"""Figure 4 (chapter 6): which RoPE pairs leave the trained range at length ``s L``.
+r"""Chapter 6's interactive figure: which RoPE pairs leave the trained range at length ``s L``.
 
 A RoPE model trained on ``L`` positions has seen every angle of its fast pairs, but
 its slow pairs (less than one full turn in training, ``L theta_i < 2 pi``) have only
@@ -33,7 +33,7 @@ _NAMES = tuple(name for name, _ in FIGURE_METHODS)
 
 def context_extension_data(d: int = 128, L: int = scaling.LLAMA2_CONTEXT, base: float = scaling.ROFORMER_BASE,
                            max_s: int = 32) -> dict:
-    r"""Everything figure 4 shows, for every method and every scale ``s = 1 .. max_s``.
+    r"""Everything chapter 6's figure shows, for every method and every scale ``s = 1 .. max_s``.
 
     Per pair ``i`` (``d/2`` pairs): ``theta`` (``theta_i = base^(-2i/d)``, rad/token)
     and ``turns`` (``r_i = L theta_i / (2 pi)``, turns in training). Per method (keys
@@ -167,7 +167,7 @@ class ContextExtension(Figure):
 def context_extension(method: str = "none", s: int = 8, pair: int | None = None, d: int = 128,
                       L: int = scaling.LLAMA2_CONTEXT, base: float = scaling.ROFORMER_BASE,
                       max_s: int = 32) -> ContextExtension:
-    """Figure 4: per RoPE pair, the largest angle at length ``s L`` over the largest in training.
+    """Chapter 6's figure: per RoPE pair, the largest angle at length ``s L`` over the largest in training.
 
     ``method`` is one of ``"none"``, ``"pi"``, ``"ntk"``, ``"yarn"``; ``s`` an integer
     scale in ``1 .. max_s``; ``pair`` the pair shown in the readout (default: the
