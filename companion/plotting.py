@@ -6,11 +6,14 @@ interactive figures, written as SVG so they stay sharp on high-density screens a
 print.
 
 Sizes are chosen for the smallest screen the book is read on. A plot is
-:data:`COLUMN_WIDTH` (6 inches) wide; a phone 390 pixels wide shows it about 358 pixels
-wide, 0.83 of a pixel per point, so text set at 11 points is still 9 pixels there, and
-on a laptop, where it is drawn at its natural 576 pixels, it reads like the body text.
-Every text of the style is 11 points or more; a plot that sets a size of its own keeps
-it at 11 too (``tests/test_site.py`` measures tick labels and legends on a phone).
+:data:`COLUMN_WIDTH` (5 inches, 360 points; a little more where a title or a legend
+sticks out and matplotlib's tight bounding box widens the drawing) wide; a phone 390
+pixels wide draws it 342 pixels wide, about 0.9 of a pixel per point, so text set at 11
+points is still over 9 pixels there even when the drawing is 10 % wider than the
+figure, and on a laptop, where it is drawn at its natural 480 pixels, it reads like the
+body text. Every text of the style is 11 points or more; a plot that sets a size of its
+own keeps it at 11 too (``tests/test_site.py`` measures tick labels and legends on a
+phone).
 
 A plot with two panels side by side uses ``figsize=(COLUMN_WIDTH, PANEL_HEIGHT)`` and
 ``plt.subplots(1, 2)``; three or more panels go in a grid of at most two columns or are
@@ -27,7 +30,7 @@ from .figures._base import PALETTE
 __all__ = ["COLUMN_WIDTH", "PANEL_HEIGHT", "PALETTE", "ink_on", "use_book_style"]
 
 #: Width in inches of a plot: legible at a phone's width (module docstring).
-COLUMN_WIDTH = 6.0
+COLUMN_WIDTH = 5.0
 #: Height in inches of one row of panels.
 PANEL_HEIGHT = 3.2
 
@@ -56,7 +59,7 @@ _STYLE = {
 
 
 def ink_on(colour) -> str:
-    """The ink, near-black or white, that reads better on ``colour`` (any matplotlib colour).
+    """The ink, black or white, that reads better on ``colour`` (any matplotlib colour).
 
     WCAG 2's contrast ratio ``(L1 + 0.05) / (L2 + 0.05)`` of relative luminances
     ``L = 0.2126 R + 0.7152 G + 0.0722 B`` (linear RGB): the ink with the larger ratio
@@ -76,8 +79,8 @@ def ink_on(colour) -> str:
 
 
 #: The dark ink of :func:`ink_on` and its relative luminance.
-DARK_INK = "#111111"
-_DARK_INK_LUMINANCE = 0.0056
+DARK_INK = "#000000"
+_DARK_INK_LUMINANCE = 0.0
 
 
 def use_book_style(svg: bool = True) -> None:

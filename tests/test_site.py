@@ -130,6 +130,7 @@ def check_figures(page, page_path: str, width: str) -> None:
             if item["contrast"] < reader.TEXT_CONTRAST or item["size"] < reader.MIN_TEXT_PX:
                 bad.append(f"{mode}: {item['figure']} {item['text']!r} contrast {item['contrast']:.2f}, "
                            f"{item['size']:.1f} px")
+    page.locator(".companion-figure").first.scroll_into_view_if_needed()
     page.screenshot(path=str(SCREENSHOTS / reader.screenshot_name(page_path, f"{width}-dark")))
     reader.set_theme(page, "light")
     assert bad == [], f"{page_path} at {width} width: {len(bad)} figure texts hard to read: {bad[:6]}"
@@ -446,14 +447,18 @@ def test_markup_shown_as_text_fails_the_build(tmp_path):
         "1. $a = \\operatorname{Re}[h]$ holds, and so\n- \\operatorname{Re}[g] = 0$ does.\n\n"
         "As the Theorem Theorem says.\n\n"
         "Shown on purpose:\n\n````markdown\n```{note}\nA note.\n```\n````\n\n"
-        # a code fence nested in a directive with as many backticks closes it early
-        "```{note}\nStart from\n\n```python\nx = 1\n```\n\nand write the rest.\n```\n\n"
         # a fence nested in a longer one is fine
         "````{note}\nStart from\n\n```python\nx = 1\n```\n\nand write the rest.\n````\n\n"
         # an API table in reStructuredText markup, parsed as Markdown
         "| Module | Summary |\n|---|---|\n| :py:obj:`companion.rope <companion.rope>` | RoPE. |\n\n"
         # a figure's caption far from any figure
-        "*Figure 2. RoPE on one pair of components.*\n"
+        "*Figure 2. RoPE on one pair of components.*\n\n"
+        # a numbered reference in a heading: the contents would show the label
+        "(a-figure)=\n## A figure\n\n```{figure} data:,\n:name: fig-x\n\nA caption.\n```\n\n"
+        "## Try it: {numref}`fig-x`\n\nText.\n\n"
+        # a code fence nested in a directive with as many backticks closes it early; the
+        # closing fence then opens an empty block (last, as at the end of a notebook cell)
+        "```{note}\nStart from\n\n```python\nx = 1\n```\n\nand write the rest.\n```\n"
     )
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n  - file: broken\n")
     result = build_book(tmp_path)
@@ -466,9 +471,10 @@ def test_markup_shown_as_text_fails_the_build(tmp_path):
     assert any("broken.md" in w and "an empty code block" in w for w in warnings), warnings
     assert any("broken.md" in w and "a role shown as text" in w for w in warnings), warnings
     assert any("broken.md" in w and "a figure caption away from its figure" in w for w in warnings), warnings
+    assert any("broken.md" in w and "a numbered reference in a heading" in w for w in warnings), warnings
     assert not any("index.md" in w for w in warnings), warnings
     # the markup shown on purpose and the properly nested fence are not flagged
-    assert len(warnings) == 6, warnings
+    assert len(warnings) == 7, warnings
 
 
 def test_a_notebook_that_raises_fails_the_build(tmp_path):
@@ -604,8 +610,8 @@ def test_figures_are_numbered_within_chapters_as_in_the_reader_edition(built_sit
         numbers = re.findall(r'<span class="caption-number">Figure (\d+)\.(\d+)', html_text)
         assert all(int(c) == chapter for c, _ in numbers), (page.name, numbers)
         assert [int(k) for _, k in numbers] == list(range(1, len(numbers) + 1)), (page.name, numbers)
-        live = html_text.count('class="figure live-figure') + html_text.count('class="live-figure')
-        assert live == html_text.count('class="companion-fallback"'), f"{page.name}: a live figure without caption"
+        live = re.findall(r'<figure class="[^"]*\blive-figure\b[^"]*" id="(fig-\d\d-[a-z-]+)"', html_text)
+        assert len(live) == html_text.count('class="companion-fallback"'), f"{page.name}: a live figure without caption"
         edition = nbformat.read(ROOT / "notebooks" / page.with_suffix(".ipynb").name, as_version=4)
         written = [int(k) for cell in edition.cells if cell.cell_type == "markdown"
                    for c, k in re.findall(r"^\*Figure (\d+)\.(\d+)", cell.source)]

@@ -21,6 +21,9 @@ error, since the book builds with warnings as errors) on:
 * a figure caption that is not under its figure: an italic paragraph that starts
   "Figure 2." where no interactive figure is right above it (``live_figures.py`` takes
   the caption under each figure into the figure);
+* a numbered cross-reference in a section heading (``## 3.5 Try it: {numref}`fig-...```):
+  the contents lists show headings before references are resolved, so they would
+  show the label;
 * the same word twice in a row ("Theorem Theorem", "the the").
 """
 from __future__ import annotations
@@ -121,6 +124,19 @@ def _check(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         logger.warning(message, location=node, type="markup", subtype="as-text")
 
 
+def _check_headings(app: Sphinx, doctree: nodes.document) -> None:
+    from sphinx import addnodes
+
+    for title in doctree.findall(nodes.title):
+        if not isinstance(title.parent, nodes.section):
+            continue
+        for xref in title.findall(addnodes.pending_xref):
+            if xref.get("reftype") == "numref":
+                logger.warning(f"a numbered reference in a heading ({xref.get('reftarget')}): the contents "
+                               "would show its label", location=title, type="markup", subtype="as-text")
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("doctree-read", _check_headings)
     app.connect("doctree-resolved", _check)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -8,11 +8,13 @@ build this extension
   heads without a release;
 - prints a proof as textbooks do: "*Proof.*" and the argument, no box (sphinx-proof
   draws every proof as a box whose title bar is empty);
-- keeps a box's header with its first lines at a page break, and lets a figure float
-  only where it fills most of a page;
+- keeps a box's header with its first lines at a page break, lets a figure float only
+  where it fills most of a page, and sets tables a size below the text with no column
+  too narrow for its header;
 - moves every solution to the end of its chapter, under "Solutions", and puts a line
   under each exercise saying on which page its solution is, so that a reader can try
-  first; the solution's title links back to the exercise;
+  first; the solution's title links back to the exercise, and a reference to an
+  exercise from another chapter finds it;
 - lists the definitions, theorems and other results by number and title with their
   pages ("Corollary 1.1 (The dot product cannot tell before from after) ... 43"), in
   place of sphinx-proof's index of internal labels;
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from string import Template
 
 from docutils import nodes
 from sphinx import addnodes
@@ -46,7 +49,7 @@ PREAMBLE = r"""
 \usepackage{etoolbox}
 % a box (definition, theorem, exercise, solution) starts where its header and first
 % lines fit, never with its header alone at the foot of a page
-\BeforeBeginEnvironment{sphinxadmonition}{\needspace{%(box)d\baselineskip}}
+\BeforeBeginEnvironment{sphinxadmonition}{\needspace{${box}\baselineskip}}
 % floats: a figure goes to a page of its own only when it fills most of one
 \renewcommand{\topfraction}{0.9}
 \renewcommand{\bottomfraction}{0.8}
@@ -54,8 +57,15 @@ PREAMBLE = r"""
 \renewcommand{\floatpagefraction}{0.75}
 \setcounter{topnumber}{3}
 \setcounter{totalnumber}{4}
-% the list of references at the end is "References"
+% tables: a size below the text, and no column narrower than a short word (a header
+% such as "Method" or `rope_type` would run into the next column)
+\setlength{\tymin}{48pt}
+\let\bookattablestart\sphinxattablestart
+\renewcommand{\sphinxattablestart}{\bookattablestart\small}
+% the list of references at the end is "References", and a link to the references
+% page of the site (left out here) leads to it
 \addto\captionsenglish{\renewcommand{\bibname}{References}}
+\apptocmd{\thebibliography}{\phantomsection\label{\detokenize{book/references::doc}}}{}{}
 % running heads: the book's title, no release
 \makeatletter
 \AtBeginDocument{\renewcommand{\py@release}{}\let\sphinxheadercomma\empty}
@@ -66,21 +76,21 @@ TITLE_PAGE = r"""
 \begin{titlepage}
   \centering
   \vspace*{0.22\textheight}
-  {\sffamily\bfseries\fontsize{30}{36}\selectfont %(title)s\par}
+  {\sffamily\bfseries\fontsize{30}{36}\selectfont ${title}\par}
   \vspace{1.2\baselineskip}
-  {\sffamily\Large %(subtitle)s\par}
+  {\sffamily\Large ${subtitle}\par}
   \vfill
-  {\sffamily\large %(author)s\par}
+  {\sffamily\large ${author}\par}
   \vspace{0.08\textheight}
 \end{titlepage}
 \thispagestyle{empty}
 \null\vfill
 \begin{flushleft}\small
-\textit{%(title)s}, version %(version)s, typeset on %(date)s from the book's sources.\par\medskip
+\textit{${title}}, version ${version}, typeset on ${date} from the book's sources.\par\medskip
 The book is an executable textbook: every chapter is a notebook whose code ran to produce
 the numbers, tables and figures printed here. The chapters, the interactive figures and
-the code are at \url{%(url)s}.\par\medskip
-Text \copyright{} %(year)s %(author)s, licensed under CC BY 4.0. Code under the MIT licence.
+the code are at \url{${url}}.\par\medskip
+Text \copyright{} ${year} ${author}, licensed under CC BY 4.0. Code under the MIT licence.
 \end{flushleft}
 \clearpage
 """
@@ -91,24 +101,39 @@ def _latex_escape(text: str) -> str:
 
 
 def _settings(app: Sphinx, config) -> None:
-    if app.buildername != "latex":
-        return
+    """The LaTeX builder's settings (the other builders do not read them)."""
     version = config.release or config.version
-    config.release = config.version = ""  # no release in the running heads
     config.latex_domain_indices = False  # sphinx-proof's index of labels; see _results_list
     elements = dict(config.latex_elements or {})
-    elements["preamble"] = elements.get("preamble", "") + PREAMBLE % {"box": BOX_NEEDS}
+    elements["preamble"] = elements.get("preamble", "") + Template(PREAMBLE).substitute(box=BOX_NEEDS)
+    overrides = getattr(config, "latex_doc_overrides", None) or {}
+    title = overrides.get("title") or config.html_title or config.project
     today = datetime.date.today()
-    elements["maketitle"] = TITLE_PAGE % {
-        "title": _latex_escape(config.project),
+    elements["maketitle"] = Template(TITLE_PAGE).substitute({
+        "title": _latex_escape(title),
         "subtitle": "Positional encoding, from attention's blind spot to context extension",
         "author": _latex_escape(config.author),
         "version": _latex_escape(version or "unreleased"),
         "date": today.strftime("%-d %B %Y"),
         "year": today.year,
         "url": (config.html_theme_options or {}).get("repository_url", ""),
-    }
+    })
     config.latex_elements = elements
+
+
+def _repair_parents(doctree: nodes.document) -> None:
+    """Point every node at the parent it has in this tree.
+
+    The LaTeX builder assembles the book from the pages' trees, and some nodes (the
+    exercises' and solutions', after sphinx-exercise's transforms) still name as their
+    parent a node of the page's own tree; moving them needs the parent they have here."""
+    stack = [doctree]
+    while stack:
+        node = stack.pop()
+        for child in node.children:
+            child.parent = node
+            if isinstance(child, nodes.Element):
+                stack.append(child)
 
 
 def _page(node) -> str | None:
@@ -147,8 +172,15 @@ def _solutions_at_chapter_ends(app: Sphinx, doctree: nodes.document) -> None:
 
     registry = getattr(app.env, "sphinx_exercise_registry", {})
     exercises = {}
-    for node in doctree.findall(lambda n: n.__class__.__name__ in ("exercise_node", "exercise_enumerable_node")):
+    for node in list(doctree.findall(lambda n: n.__class__.__name__ in ("exercise_node",
+                                                                         "exercise_enumerable_node"))):
         exercises[node.get("label")] = node
+        # sphinx-exercise labels an exercise "exercise:<label>" in LaTeX; a {ref} to it
+        # asks for "<page>:<label>", as for any other target: give it that label too
+        page = _page(node)
+        if page is not None and node.get("label"):
+            node.parent.insert(node.parent.index(node), nodes.raw(
+                "", f"\\phantomsection\\label{{\\detokenize{{{page}:{node['label']}}}}}\n", format="latex"))
     by_chapter: dict[str, list] = {}
     for solution in list(doctree.findall(solution_node)):
         docname = _page(solution)
@@ -204,6 +236,7 @@ def _results_list(app: Sphinx, doctree: nodes.document) -> None:
 def _print_book(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if app.builder.name != "latex" or not any(True for _ in doctree.findall(addnodes.start_of_file)):
         return
+    _repair_parents(doctree)
     _leave_out_screen_pages(doctree)
     _plain_proofs(doctree)
     _solutions_at_chapter_ends(app, doctree)

@@ -98,14 +98,14 @@ function viridis(t) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
-// The ink, near-black or white, that reads better on the colour "rgb(r,g,b)" (WCAG contrast).
+// The ink, black or white, that reads better on the colour "rgb(r,g,b)" (WCAG contrast).
 function inkOn(rgb) {
   const [r, g, b] = rgb.match(/\d+/g).slice(0, 3).map((v) => {
     const c = Number(v) / 255;
     return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
   });
   const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  return (luminance + 0.05) / 0.0556 >= 1.05 / (luminance + 0.05) ? "#111" : "#fff";
+  return (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) ? "#000" : "#fff";
 }
 
 function fmt(x, digits = 3) {
