@@ -124,5 +124,5 @@ def test_the_fallback_names_its_figure():
     """The printed fallback carries the figure's name, with which the book labels it."""
     for make in FIGURES:
         widget = make()
-        assert f'data-figure="{widget.figure_name()}"' in widget.fallback_html()
+        assert f'data-fallback-for="{widget.figure_name()}"' in widget.fallback_html()
         assert widget.figure_name() == make.__name__

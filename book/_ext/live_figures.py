@@ -37,7 +37,7 @@ from chapter_numbers import chapter_of  # noqa: E402  (book/_ext/chapter_numbers
 
 logger = logging.getLogger(__name__)
 
-FALLBACK = re.compile(r'<div class="companion-fallback"[^>]*\bdata-figure="([a-z_]+)"')
+FALLBACK = re.compile(r'<div class="companion-fallback"[^>]*\bdata-fallback-for="([a-z_]+)"')
 PRINT_CAPTION = re.compile(r"<p><em>(.*?)</em></p>\s*</div>\s*$", re.S)
 #: The number a chapter writes at the start of a caption, with what follows it.
 WRITTEN_NUMBER = re.compile(r"^(?:Figure|Fig\.)\s+\d+(?:\.\d+)?\s*[.,:]?\s*")

@@ -272,7 +272,7 @@ MATH_ITALIC = {0x210E, *range(0x1D434, 0x1D468), *range(0x1D6E2, 0x1D71C)}
 #: A fence, an accent or an arrow is the text of an ``<mo>``, so it is kept with the text,
 #: and with it its sizes and stretched forms.
 DRAWN_WITHOUT_TEXT = {0x221A, *map(ord, "()0123456789"), *range(0x41, 0x5B), *range(0x61, 0x7B),
-                      *range(0x391, 0x3AA), *range(0x3B1, 0x3CA)}
+                      *range(0x391, 0x3A2), *range(0x3A3, 0x3AA), *range(0x3B1, 0x3CA)}
 MATHML = re.compile(r"<math\b.*?</math>", re.S)
 
 
