@@ -255,3 +255,17 @@ def test_sample_pages_render(built_pdf, tmp_path):
         left, top, right, bottom = inked
         # nothing in the outer margins: ink stays 3 % of the page from the paper's edge
         assert left > 0.03 * width and right < 0.97 * width, (image_path.name, inked, image.size)
+
+
+def test_figures_are_numbered_within_chapters_as_on_the_site(built_pdf):
+    """Chapter 0's figures are "Figure 0.1" and "Figure 0.2" too, and every chapter's
+    captions count 1, 2, ... (plots and interactive figures in one sequence)."""
+    text = normal(built_pdf["text"])
+    numbers = re.findall(r"Figure (\d+)\.(\d+): ", text)
+    assert ("0", "1") in numbers and ("0", "2") in numbers, numbers[:5]
+    assert not re.search(r"Figure \d+: ", text), "a caption numbered without its chapter"
+    by_chapter: dict[str, set[int]] = {}
+    for chapter, k in numbers:  # captions, and the text's "In Figure 1.4: ..."
+        by_chapter.setdefault(chapter, set()).add(int(k))
+    for chapter, ks in by_chapter.items():
+        assert sorted(ks) == list(range(1, len(ks) + 1)), (chapter, sorted(ks))

@@ -9,8 +9,8 @@ build this extension
 - prints a proof as textbooks do: "*Proof.*" and the argument, no box (sphinx-proof
   draws every proof as a box whose title bar is empty);
 - keeps a box's header with its first lines at a page break, lets a figure float only
-  where it fills most of a page, and sets tables a size below the text with no column
-  too narrow for its header;
+  where it fills most of a page, sets tables a size below the text with no column too
+  narrow for its header, and code in the size that fits a line of 88 characters;
 - moves every solution to the end of its chapter, under "Solutions", and puts a line
   under each exercise saying on which page its solution is, so that a reader can try
   first; the solution's title links back to the exercise, and a reference to an
@@ -62,6 +62,13 @@ PREAMBLE = r"""
 \setlength{\tymin}{48pt}
 \let\bookattablestart\sphinxattablestart
 \renewcommand{\sphinxattablestart}{\bookattablestart\small}
+% figures, tables and equations numbered within the chapter, chapter 0 included (Sphinx
+% leaves out a chapter number of 0: "Figure 2" for the second figure of chapter 0)
+\AtBeginDocument{%
+  \renewcommand{\thefigure}{\thechapter.\arabic{figure}}%
+  \renewcommand{\thetable}{\thechapter.\arabic{table}}%
+  \renewcommand{\theliteralblock}{\thechapter.\arabic{literalblock}}%
+  \renewcommand{\theequation}{\thechapter.\arabic{equation}}}
 % the list of references at the end is "References", and a link to the references
 % page of the site (left out here) leads to it
 \addto\captionsenglish{\renewcommand{\bibname}{References}}
@@ -106,6 +113,8 @@ def _settings(app: Sphinx, config) -> None:
     config.latex_domain_indices = False  # sphinx-proof's index of labels; see _results_list
     elements = dict(config.latex_elements or {})
     elements["preamble"] = elements.get("preamble", "") + Template(PREAMBLE).substitute(box=BOX_NEEDS)
+    # code and output in the size that holds a line of 88 characters in the text width
+    elements["fvset"] = r"\fvset{fontsize=\footnotesize}"
     overrides = getattr(config, "latex_doc_overrides", None) or {}
     title = overrides.get("title") or config.html_title or config.project
     today = datetime.date.today()
