@@ -269,3 +269,33 @@ def test_figures_are_numbered_within_chapters_as_on_the_site(built_pdf):
         by_chapter.setdefault(chapter, set()).add(int(k))
     for chapter, ks in by_chapter.items():
         assert sorted(ks) == list(range(1, len(ks) + 1)), (chapter, sorted(ks))
+
+
+def test_wide_outputs_are_tables_not_wrapped_lines(built_pdf):
+    """No line of code or output is too wide for the page, so none is broken with a
+    continuation mark (↪); chapter 10's published configurations print as a table."""
+    wrapped = [line.strip()[:90] for line in built_pdf["text"].splitlines() if "\u21aa" in line]
+    assert wrapped == [], f"{len(wrapped)} lines wrapped in the PDF: {wrapped[:5]}"
+    tex = built_pdf["tex"]
+    chapter = tex.split(r"\label{\detokenize{lessons/10_what_your_model_runs::doc}}", 1)[1].split(r"\chapter{", 1)[0]
+    tables = [body for _, body in re.findall(r"\\begin\{(tabulary|longtable|tabular)\}(.*?)\\end\{\1\}", chapter, re.S)]
+    published = [body for body in tables if "Llama 2 7B" in body and r"gpt\sphinxhyphen{}oss\sphinxhyphen{}20b" in body]
+    assert len(published) == 1, f"chapter 10's configurations are not one table ({len(tables)} tables in the chapter)"
+    assert published[0].count(r"\\") >= 14, "a row per configuration, and the header"
+
+
+#: The first line of a box as printed: its kind and number ("Theorem 3.1 (...)").
+BOX_TITLE = re.compile(r"^(Definition|Theorem|Lemma|Corollary|Proposition|Exercise|Solution to Exercise|Example|Remark)"
+                       r"\s+\d+\.\d+\b")
+
+
+def test_no_box_header_is_stranded_at_the_foot_of_a_page(built_pdf):
+    """A box's header never ends a page with its content on the next (print_book.py keeps
+    it with its first lines); the list of results, whose lines are titles, is not a box."""
+    stranded = []
+    for number, page in enumerate(page_texts(built_pdf["folder"] / PDF_NAME), start=1):
+        lines = [line.strip() for line in page.splitlines() if line.strip()]
+        body = lines[1:-1] if len(lines) > 2 else []  # without the running head and the folio
+        if body and BOX_TITLE.match(body[-1]) and ". . ." not in body[-1]:
+            stranded.append(f"page {number}: {body[-1][:80]}")
+    assert stranded == [], stranded

@@ -323,6 +323,13 @@ def test_lesson_0_math_and_figure(browser, site_server):
         page.evaluate("document.fonts.ready")
         assert page.evaluate("[...document.fonts].some(f => f.family.includes('STIX2') && f.status === 'loaded')")
         assert formulas.first.evaluate("m => getComputedStyle(m).fontFamily").startswith("STIX2")
+        # every square root of the page (the attention formula of Definition 0.1 first)
+        # draws its radical sign: the root is wider than what is under it
+        radicals = page.evaluate("""() => [...document.querySelectorAll('.math msqrt')].map((root) => {
+            const inner = [...root.children].reduce((w, c) => w + c.getBoundingClientRect().width, 0);
+            return (root.getBoundingClientRect().width - inner) / parseFloat(getComputedStyle(root).fontSize);
+        })""")
+        assert len(radicals) >= 3 and min(radicals) > 0.4, radicals
         figure = page.locator("[data-figure='permutation_explorer']")
         figure.wait_for(timeout=15000)
         # starts at the order C A B, no mask: every row is the same as for A B C
@@ -623,12 +630,34 @@ def test_figures_are_numbered_within_chapters_as_in_the_reader_edition(built_sit
 
 
 def test_folded_cells_are_labelled_on_the_site(built_site):
-    """A folded cell whose first line labels it shows that label on its fold (book/_ext/folded_cells.py)."""
+    """Every fold of every chapter shows the label its cell's first line gives it
+    (book/_ext/folded_cells.py): "Check: ...", "Plot: ..." or "Setup: ...", never a bare
+    "Show code cell source"."""
+    for page in sorted((built_site / "lessons").glob("[0-9][0-9]_*.html")):
+        labels = re.findall(r'<p class="collapsed admonition-title">([^<]*)</p>', page.read_text(encoding="utf-8"))
+        folds = [label for label in labels if label not in ("", "Show code cell output")]
+        assert all(label.startswith(("Check: ", "Plot: ", "Setup: ")) for label in folds), (page.name, folds)
     page = (built_site / "lessons" / "10_what_your_model_runs.html").read_text(encoding="utf-8")
-    labels = re.findall(r'<p class="collapsed admonition-title">([^<]*)</p>', page)
-    assert len(labels) >= 10
-    assert "Show code cell source" not in labels, labels
-    assert all(label.startswith(("Check: ", "Plot: ", "Setup: ")) for label in labels), labels
+    assert len(re.findall(r'<p class="collapsed admonition-title">Check: ', page)) >= 10
+
+
+def test_the_preface_maps_every_chapter_and_module():
+    """The preface's chapter map has a row for every chapter, and its table of the package
+    a row for every public module of companion: a chapter or a module added later fails
+    here until the preface names it."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from api_pages import public_modules
+
+    intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    chapter_map = intro.split("## Chapter map", 1)[1].split("\n## ", 1)[0]
+    lessons = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
+    rows = re.findall(r"^\| \{doc\}`\.\./lessons/(\w+)` \|", chapter_map, re.MULTILINE)
+    assert rows == [lesson.stem for lesson in lessons], rows
+    package = intro.split("## The `companion` package", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(companion\.\w+)`", package))
+    modules = {".".join(module.split(".")[:2]) for module in public_modules()}
+    assert modules - named == set(), f"modules missing from the preface's table: {sorted(modules - named)}"
+    assert named - modules == set(), f"the preface names modules that do not exist: {sorted(named - modules)}"
 
 
 def test_prose_is_set_in_a_readable_column(browser, site_server):
@@ -651,6 +680,13 @@ def test_prose_is_set_in_a_readable_column(browser, site_server):
         prose = page.locator(".bd-article section > p").first.bounding_box()["width"]
         code = page.locator(".bd-article div.cell_input").first.bounding_box()["width"]
         assert code > prose + 40, (code, prose)
+        # a box's title bar (Definition 3.1, an exercise, a fold) spans its box, though the
+        # text under it keeps to the column
+        short_bars = page.evaluate("""() => [...document.querySelectorAll('.bd-article .admonition > .admonition-title')]
+            .filter((title) => title.getBoundingClientRect().width > 0)
+            .map((title) => title.parentElement.getBoundingClientRect().right - title.getBoundingClientRect().right)
+            .filter((gap) => gap > 2)""")
+        assert short_bars == [], f"{len(short_bars)} box titles stop short of their box: {short_bars[:4]}"
     finally:
         page.context.close()
 
