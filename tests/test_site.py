@@ -440,8 +440,8 @@ def test_every_module_has_an_api_page(built_site):
 
 def test_markup_shown_as_text_fails_the_build(tmp_path):
     """A stray fence, TeX outside math, a doubled word, a fence that closes its directive
-    early, a role left as text and a caption away from its figure each fail the build,
-    with a message."""
+    early, a role left as text, a caption away from its figure and a paragraph run into
+    a table each fail the build, with a message."""
     shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
     (tmp_path / "book").mkdir()
     shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext")
@@ -463,6 +463,8 @@ def test_markup_shown_as_text_fails_the_build(tmp_path):
         # a numbered reference in a heading: the contents would show the label
         "(a-figure)=\n## A figure\n\n```{figure} data:,\n:name: fig-x\n\nA caption.\n```\n\n"
         "## Try it: {numref}`fig-x`\n\nText.\n\n"
+        # text on the line after a table's last row: Markdown makes it a row of the table
+        "| Method | Base | Reach |\n|---|---|---|\n| PI | $10^4$ | 32k |\nThe table shows three methods.\n\n"
         # a code fence nested in a directive with as many backticks closes it early; the
         # closing fence then opens an empty block (last, as at the end of a notebook cell)
         "```{note}\nStart from\n\n```python\nx = 1\n```\n\nand write the rest.\n```\n"
@@ -479,9 +481,10 @@ def test_markup_shown_as_text_fails_the_build(tmp_path):
     assert any("broken.md" in w and "a role shown as text" in w for w in warnings), warnings
     assert any("broken.md" in w and "a figure caption away from its figure" in w for w in warnings), warnings
     assert any("broken.md" in w and "a numbered reference in a heading" in w for w in warnings), warnings
+    assert any("broken.md" in w and "a paragraph swallowed by the table above it" in w for w in warnings), warnings
     assert not any("index.md" in w for w in warnings), warnings
     # the markup shown on purpose and the properly nested fence are not flagged
-    assert len(warnings) == 7, warnings
+    assert len(warnings) == 8, warnings
 
 
 def test_a_notebook_that_raises_fails_the_build(tmp_path):

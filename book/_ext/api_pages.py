@@ -122,7 +122,10 @@ class CompanionModules(SphinxDirective):
             self.state.nested_parse(StringList([summary(module)], source=f"docstring of {module}"),
                                     self.content_offset, described)
             body += self._row([nodes.paragraph("", "", link)], described.children)
-        return [table]
+        # in print the summaries wrap in a column of their own (LaTeX would set a table
+        # this long in columns as wide as their longest line, past the margin)
+        widths = addnodes.tabular_col_spec(spec=r"\Y{0.36}\Y{0.64}")
+        return [widths, table]
 
     @staticmethod
     def _row(*cells) -> nodes.row:

@@ -24,6 +24,9 @@ error, since the book builds with warnings as errors) on:
 * a numbered cross-reference in a section heading (``## 3.5 Try it: {numref}`fig-...```):
   the contents lists show headings before references are resolved, so they would
   show the label;
+* a paragraph swallowed by the table above it: Markdown continues a table until a
+  blank line, so text written on the line after its last row becomes rows of the table,
+  each with its first cell filled and the others empty;
 * the same word twice in a row ("Theorem Theorem", "the the").
 """
 from __future__ import annotations
@@ -95,6 +98,11 @@ def problems(doctree: nodes.document) -> list[tuple[nodes.Node, str]]:
             if match:
                 found.append((block, f"MyST markup shown as a code block: {match.group(0).strip()!r} "
                                      "(a stray ``` fence? a block meant to show markup names its language)"))
+    for row in doctree.findall(nodes.row):
+        cells = [entry.astext().strip() for entry in row.findall(nodes.entry)]
+        if len(cells) >= 2 and cells[0] and not any(cells[1:]) and isinstance(row.parent, nodes.tbody):
+            found.append((row, f"a paragraph swallowed by the table above it: {cells[0][:40]!r} "
+                               "(leave a blank line after a table)"))
     for paragraph in doctree.findall(nodes.paragraph):
         if len(paragraph.children) == 1 and isinstance(paragraph[0], nodes.emphasis) \
                 and CAPTION_START.match(paragraph.astext()) and not isinstance(paragraph.parent, nodes.figure):

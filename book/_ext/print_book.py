@@ -10,7 +10,8 @@ build this extension
   draws every proof as a box whose title bar is empty);
 - keeps a box's header with its first lines at a page break, lets a figure float only
   where it fills most of a page, sets tables a size below the text with no column too
-  narrow for its header, and code in the size that fits a line of 88 characters;
+  narrow for its header, long code names in a table's cells breakable after an
+  underscore or a dot, and code in the size that fits a line of 88 characters;
 - moves every solution to the end of its chapter, under "Solutions", and puts a line
   under each exercise saying on which page its solution is, so that a reader can try
   first; the solution's title links back to the exercise, and a reference to an
@@ -242,6 +243,28 @@ def _results_list(app: Sphinx, doctree: nodes.document) -> None:
     doctree += nodes.raw("", body, format="latex")
 
 
+#: A name in a table cell longer than this may break after an underscore or a dot.
+BREAKABLE_NAME = 16
+
+
+def _breakable_names_in_tables(doctree: nodes.document) -> None:
+    """A long code name in a table cell (``original_max_position_embeddings``) breaks after
+    an underscore or a dot where the column is too narrow for it, as LaTeX does not
+    break inside a name (the site's tables scroll instead)."""
+    for cell in list(doctree.findall(nodes.entry)):
+        for literal in list(cell.findall(nodes.literal)):
+            text = literal.astext()
+            if len(text) <= BREAKABLE_NAME or not re.search(r"[_.]", text) or len(literal.children) != 1:
+                continue
+            pieces = []
+            for part in re.split(r"(?<=[_.])", text):
+                if pieces:
+                    pieces.append(nodes.raw("", r"\allowbreak{}", format="latex"))
+                pieces.append(nodes.Text(part))
+            literal.children = []
+            literal.extend(pieces)
+
+
 def _print_book(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if app.builder.name != "latex" or not any(True for _ in doctree.findall(addnodes.start_of_file)):
         return
@@ -250,6 +273,7 @@ def _print_book(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     _plain_proofs(doctree)
     _solutions_at_chapter_ends(app, doctree)
     _results_list(app, doctree)
+    _breakable_names_in_tables(doctree)
 
 
 def setup(app: Sphinx) -> dict:
