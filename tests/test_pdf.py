@@ -11,10 +11,12 @@ the bibliography is there. The page count, size and build time are reported.
 
 And the PDF is a printed book (book/_ext/print_book.py): captions and front matter say
 nothing about dragging or clicking, nothing runs past the margin (no overfull box over
-10 pt), every box has a title and proofs are text, a real title page and no release in
-the running heads, solutions at the end of each chapter with a pointer under each
-exercise, the results listed by number and title, no stray near-empty page, and a
-sample of pages turned into images keeps its ink inside the margins.
+10 pt), no line of code or output wrapped with a continuation mark and chapter 10's
+configurations set as a table, every box has a title and proofs are text, no box header
+alone at the foot of a page, a real title page and no release in the running heads,
+solutions at the end of each chapter with a pointer under each exercise, the results
+listed by number and title, no stray near-empty page, and a sample of pages turned into
+images keeps its ink inside the margins.
 """
 from __future__ import annotations
 
