@@ -13,7 +13,12 @@ frequency vector ``theta'`` and the attention factor that multiplies ``cos`` and
 ``sin`` (so every logit carries its square).
 
 Every method is computed by :mod:`companion.scaling`; this module only maps the
-library's keys to those functions' arguments, with the library's defaults:
+library's keys to those functions' arguments, with the library's defaults. Each rope
+type is one entry of :data:`ROPE_PARAMETERS` (:class:`RopeType`): the keys it needs,
+the keys it may carry, how it fills in the library's defaults and checks the values,
+and how it computes the frequencies, the way Transformers keeps
+``ROPE_INIT_FUNCTIONS`` beside its validation functions. A new rope type is one
+entry there:
 
 =================  ===========================================================
 ``rope_type``      companion
@@ -51,24 +56,32 @@ naming the key. Where the library fills a value in (``original_max_position_embe
 from ``max_position_embeddings``, the YaRN factor from the ratio of the lengths), the
 filled keys are listed in ``filled_in``.
 
-:data:`PUBLISHED` holds the position settings of thirteen published models
-(Llama 2 to gpt-oss) with the sources of their values, as text; chapter 10 runs each
-through :func:`config_extension`.
+:data:`PUBLISHED` holds the position settings of published models (Llama 2 to
+gpt-oss) with the sources of their values, as text: one JSON file per model in the
+package data ``companion/data/published/``, read in the order of their file names
+(a new model is a new file there); chapter 10 runs each through
+:func:`config_extension`.
 """
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Mapping
+from importlib import resources
+from typing import Annotated, Callable, Mapping
 
 import numpy as np
 
-from . import _checks
-from . import rope
-from . import scaling
+from . import rope, scaling
+from ._contracts import (Array, Boolean, Count, InstanceOf, Integer, Kind, OneOf, Positions, Real, Text, Vectors,
+                         broadcast_to_leading, contract, entries, ordered)
+from .rope import Layout
+from .trained_range import Extension
 
 __all__ = [
+    "RopeType",
+    "ROPE_PARAMETERS",
     "ROPE_TYPES",
     "REQUIRED_KEYS",
     "OPTIONAL_KEYS",
@@ -85,36 +98,24 @@ __all__ = [
     "published",
 ]
 
-#: The rope types the library (Transformers 5) computes, plus ``default``.
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
-
-#: Keys each rope type needs in its dictionary (``rope_theta`` may sit at the top level).
-REQUIRED_KEYS = {
-    "default": (),
-    "linear": ("factor",),
-    "dynamic": ("factor",),
-    "yarn": ("factor",),
-    "longrope": ("short_factor", "long_factor"),
-    "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
-    "proportional": (),
-}
-
-#: Keys each rope type may carry besides the required ones.
-OPTIONAL_KEYS = {
-    "default": (),
-    "linear": (),
-    "dynamic": (),
-    "yarn": ("original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow",
-             "mscale", "mscale_all_dim", "truncate"),
-    "longrope": ("original_max_position_embeddings", "attention_factor", "factor"),
-    "llama3": ("original_max_position_embeddings",),
-    "proportional": ("factor",),
-}
-
 _COMMON_KEYS = ("rope_type", "type", "rope_theta", "partial_rotary_factor")
 # Version-4 spellings of top-level keys in some model families' files.
 _TOP_LEVEL_ALIASES = {"rotary_emb_base": "rope_theta",      # GPT-NeoX, Pythia
                       "rotary_pct": "partial_rotary_factor"}  # GPT-NeoX, Pythia
+
+# What the values of a configuration must be, by key.
+_LENGTH = Integer(1)
+_FACTOR = Real(ge=1.0)
+_POSITIVE = Real(gt=0.0)
+_KEY_KINDS: dict[str, Kind] = {
+    "rope_theta": _POSITIVE, "partial_rotary_factor": Real(gt=0.0, le=1.0, why="a fraction"),
+    "max_position_embeddings": _LENGTH, "original_max_position_embeddings": _LENGTH,
+    "head_dim": _LENGTH, "qk_rope_head_dim": _LENGTH, "hidden_size": _LENGTH, "num_attention_heads": _LENGTH,
+    "factor": _FACTOR, "low_freq_factor": _POSITIVE, "high_freq_factor": _POSITIVE,
+    "beta_fast": _POSITIVE, "beta_slow": _POSITIVE, "truncate": Boolean(), "attention_factor": _POSITIVE,
+    "mscale": Real(ge=0.0), "mscale_all_dim": Real(ge=0.0), "short_factor": Array(positive=True),
+    "long_factor": Array(positive=True),
+}
 
 
 class UnknownKeysWarning(UserWarning):
@@ -131,6 +132,7 @@ class RopeSettings:
     ``unknown_keys`` the keys it does not use; ``source`` says where the dictionary
     came from (``"rope_parameters"``, ``"rope_scaling"`` or ``"top level"``).
     """
+
 
     rope_type: str
     base: float
@@ -150,11 +152,10 @@ class RopeSettings:
         ``original_max_position_embeddings`` for yarn, longrope and llama3,
         ``max_position_embeddings`` for linear and dynamic (the library's choice).
         """
-        if self.rope_type in ("yarn", "longrope", "llama3"):
+        scales_from = ROPE_PARAMETERS[self.rope_type].scales_from
+        if scales_from == "original_max_position_embeddings":
             return self.parameters["original_max_position_embeddings"]
-        if self.rope_type in ("linear", "dynamic"):
-            return self.max_position_embeddings
-        return None
+        return self.max_position_embeddings if scales_from == "max_position_embeddings" else None
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ class ConfigFrequencies:
     ``sin``; ``proportional`` says how :func:`rotate` places the pairs.
     """
 
+
     inv_freq: np.ndarray
     attention_factor: float
     rope_type: str
@@ -176,10 +178,235 @@ class ConfigFrequencies:
 
 
 # ---------------------------------------------------------------------------
+# One table per rope type
+# ---------------------------------------------------------------------------
+
+@dataclass
+class _Entry:
+    """What reading one dictionary has found so far: the dictionary, the top level, the sizes, the keys filled in."""
+
+    entry: dict
+    top: dict
+    max_len: int | None
+    rotary_dim: int
+    head_dim: int
+    partial_rotary_factor: float
+    filled: list = field(default_factory=list)
+
+    def max_len_for(self, use: str) -> int:
+        """``max_position_embeddings``, which the library uses as ``use``; ``ValueError`` when it is missing."""
+        if self.max_len is None:
+            raise ValueError(f"max_position_embeddings is missing: the library uses it as {use}")
+        return self.max_len
+
+
+@dataclass(frozen=True)
+class RopeType:
+    """One rope type as the library reads and computes it.
+
+    ``required`` and ``optional`` are the keys of its dictionary; ``resolve`` turns the
+    dictionary into the method's parameters with the library's defaults filled in;
+    every value is then held to its key's kind (``kinds`` for this type, else the
+    common ones), and ``rule`` checks the parameters together;
+    ``compute(settings, seq_len)`` returns the frequencies and the attention factor;
+    ``scales_from`` names the length the method scales from (or ``None``).
+    """
+
+    required: tuple
+    optional: tuple
+    resolve: Callable[[_Entry], dict]
+    compute: Callable[[RopeSettings, int], tuple]
+    rule: Callable[[dict], None] = lambda p: None
+    scales_from: str | None = None
+    kinds: dict = field(default_factory=dict)
+
+
+def _original_length(c: _Entry) -> dict:
+    """``original_max_position_embeddings``: the top level's (Phi-3), the dictionary's, or
+    ``max_position_embeddings``."""
+    if c.top.get("original_max_position_embeddings") is not None:
+        if c.entry.get("original_max_position_embeddings", c.top["original_max_position_embeddings"]) \
+                != c.top["original_max_position_embeddings"]:
+            c.filled.append("original_max_position_embeddings (top level over the dictionary's)")
+        return {"original_max_position_embeddings": c.top["original_max_position_embeddings"]}
+    if c.entry.get("original_max_position_embeddings") is not None:
+        return {"original_max_position_embeddings": c.entry["original_max_position_embeddings"]}
+    c.filled.append("original_max_position_embeddings = max_position_embeddings")
+    return {"original_max_position_embeddings": c.max_len_for("original_max_position_embeddings, missing too")}
+
+
+def _factor_from_lengths(c: _Entry, original: int):
+    """The dictionary's ``factor``, or the library's ``max_position_embeddings / original`` when it is null."""
+    if c.entry.get("factor") is not None:
+        return c.entry["factor"]
+    c.filled.append("factor = max_position_embeddings / original_max_position_embeddings")
+    return c.max_len_for("the length a missing factor is computed from") / original
+
+
+# default: RoPE as trained
+def _default(settings, n):
+    # theta_i = base^(-2i/d)
+    return scaling.unscaled(settings.rotary_dim, base=settings.base).inv_freq, 1.0
+
+
+# linear: Position Interpolation by factor
+def _linear(settings, n):
+    p = settings.parameters
+    # theta_i / factor
+    return scaling.position_interpolation(settings.rotary_dim, p["factor"], settings.max_position_embeddings,
+                                          settings.base).inv_freq, 1.0
+
+
+# dynamic: NTK-aware with the library's scale at length n
+def _dynamic(settings, n):
+    return scaling.dynamic_ntk(settings.rotary_dim, L=settings.max_position_embeddings, base=settings.base,
+                               current_length=n, hf_factor=settings.parameters["factor"]).inv_freq, 1.0
+
+
+# yarn: the shipped ramp, and its attention factor
+def _yarn_parameters(c: _Entry) -> dict:
+    p = _original_length(c)
+    p["factor"] = _factor_from_lengths(c, p["original_max_position_embeddings"])
+    # the library writes `entry.get(key) or default`: 0 and null both mean the default
+    p["beta_fast"] = c.entry.get("beta_fast") or 32.0
+    p["beta_slow"] = c.entry.get("beta_slow") or 1.0
+    p["truncate"] = c.entry.get("truncate", True)
+    p.update({k: c.entry[k] for k in ("mscale", "mscale_all_dim", "attention_factor") if c.entry.get(k) is not None})
+    return p
+
+
+_BETAS = ordered("beta_slow", "beta_fast")
+
+
+def _yarn(settings, n):
+    p = settings.parameters
+    inv = scaling.yarn_code(settings.rotary_dim, p["factor"], p["original_max_position_embeddings"], settings.base,
+                            p["beta_fast"], p["beta_slow"], p["truncate"]).inv_freq
+    return inv, _yarn_attention_factor(p)
+
+
+def _yarn_attention_factor(p) -> float:
+    """``attention_factor``, else the ``mscale`` ratio when both are set (and non-zero), else ``0.1 ln s + 1``."""
+    if "attention_factor" in p:
+        return p["attention_factor"]
+    s = p["factor"]
+    if s <= 1.0:
+        return 1.0
+    if p.get("mscale") and p.get("mscale_all_dim"):
+        # (0.1 mscale ln s + 1) / (0.1 mscale_all_dim ln s + 1)
+        return (0.1 * p["mscale"] * math.log(s) + 1.0) / (0.1 * p["mscale_all_dim"] * math.log(s) + 1.0)
+    return scaling.yarn_attention_factor(s)
+
+
+# longrope: short or long factors by length, Phi-3's attention factor
+def _longrope_parameters(c: _Entry) -> dict:
+    p = _original_length(c)
+    for key in ("short_factor", "long_factor"):
+        values = c.entry[key]
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+            raise ValueError(f"{key} must be a list of {c.rotary_dim // 2} numbers, got {values!r}")
+        if len(values) != c.rotary_dim // 2:
+            raise ValueError(f"{key} must have rotary_dim/2 = {c.rotary_dim // 2} entries (one per pair), "
+                             f"got {len(values)}")
+        p[key] = values
+    p["factor"] = _factor_from_lengths(c, p["original_max_position_embeddings"])
+    if c.entry.get("attention_factor") is not None:
+        p["attention_factor"] = c.entry["attention_factor"]
+    return p
+
+
+def _longrope(settings, n):
+    p, L = settings.parameters, settings.parameters["original_max_position_embeddings"]
+    inv = scaling.longrope(settings.rotary_dim, 1.0, L, settings.base, p["short_factor"], p["long_factor"],
+                           current_length=n).inv_freq
+    # sqrt(1 + ln s / ln L), 1 when the factor is at most 1
+    factor = p.get("attention_factor", 1.0 if p["factor"] <= 1.0 else scaling.longrope_attention_factor(p["factor"], L))
+    return inv, factor
+
+
+# llama3: Llama 3.1's bands; with equal band factors the blended band is empty (Llama 4)
+def _llama3_parameters(c: _Entry) -> dict:
+    return {**_original_length(c), **{k: c.entry[k] for k in ("factor", "low_freq_factor", "high_freq_factor")}}
+
+
+_BANDS = ordered("low_freq_factor", "high_freq_factor", strict=False)
+
+
+def _llama3(settings, n):
+    d, base, p = settings.rotary_dim, settings.base, settings.parameters
+    L, s = p["original_max_position_embeddings"], p["factor"]
+    low, high = p["low_freq_factor"], p["high_freq_factor"]
+    if high > low:
+        return scaling.llama3(d, s, L, base, low, high).inv_freq, 1.0
+    theta = scaling.unscaled(d, 1.0, L, base).inv_freq
+    interpolated = scaling.position_interpolation(d, s, L, base).inv_freq
+    # theta_i / s where the wavelength exceeds L / low, theta_i elsewhere
+    return np.where(2.0 * np.pi / theta > L / low, interpolated, theta), 1.0
+
+
+# proportional: the exponent over the whole head, on the first pairs only (Gemma 4)
+def _proportional_parameters(c: _Entry) -> dict:
+    pairs = int(c.partial_rotary_factor * c.head_dim // 2)
+    if pairs < 1:
+        raise ValueError(f"partial_rotary_factor ({c.partial_rotary_factor}) rotates no pair of a "
+                         f"{c.head_dim}-wide head")
+    return {"factor": c.entry.get("factor", 1.0), "rotated_pairs": pairs}
+
+
+def _proportional(settings, n):
+    k = settings.parameters["rotated_pairs"]
+    # theta_i = base^(-2i/head_dim) / factor for the first k pairs
+    kept = scaling.position_interpolation(settings.head_dim, settings.parameters["factor"],
+                                          base=settings.base).inv_freq[:k]
+    # frequency 0 (no rotation) for the rest
+    return np.concatenate([kept, np.zeros(settings.head_dim // 2 - k)]), 1.0
+
+
+def _factor_only(c: _Entry) -> dict:
+    c.max_len_for("the length this rope type scales from")
+    return {"factor": c.entry["factor"]}
+
+
+#: The rope types the library (Transformers 5) computes, plus ``default``: one entry each.
+ROPE_PARAMETERS: dict[str, RopeType] = {
+    "default": RopeType((), (), lambda c: {}, _default),
+    "linear": RopeType(("factor",), (), _factor_only, _linear, scales_from="max_position_embeddings"),
+    "dynamic": RopeType(("factor",), (), _factor_only, _dynamic, scales_from="max_position_embeddings"),
+    "yarn": RopeType(("factor",), ("original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow",
+                                   "mscale", "mscale_all_dim", "truncate"),
+                     _yarn_parameters, _yarn, lambda p: _BETAS(p["beta_slow"], p["beta_fast"]),
+                     scales_from="original_max_position_embeddings"),
+    "longrope": RopeType(("short_factor", "long_factor"), ("original_max_position_embeddings", "attention_factor",
+                                                           "factor"),
+                         _longrope_parameters, _longrope, scales_from="original_max_position_embeddings",
+                         kinds={"factor": _POSITIVE}),
+    "llama3": RopeType(("factor", "low_freq_factor", "high_freq_factor"), ("original_max_position_embeddings",),
+                       _llama3_parameters, _llama3, lambda p: _BANDS(p["low_freq_factor"], p["high_freq_factor"]),
+                       scales_from="original_max_position_embeddings"),
+    "proportional": RopeType((), ("factor",), _proportional_parameters, _proportional),
+}
+
+#: The rope types, in the order of :data:`ROPE_PARAMETERS`.
+ROPE_TYPES = tuple(ROPE_PARAMETERS)
+#: Keys each rope type needs in its dictionary (``rope_theta`` may sit at the top level).
+REQUIRED_KEYS = {name: t.required for name, t in ROPE_PARAMETERS.items()}
+#: Keys each rope type may carry besides the required ones.
+OPTIONAL_KEYS = {name: t.optional for name, t in ROPE_PARAMETERS.items()}
+
+
+# ---------------------------------------------------------------------------
 # Reading a configuration
 # ---------------------------------------------------------------------------
 
-def read_config(config: Mapping, layer_type: str | None = None) -> RopeSettings:
+#: A ``config.json`` dictionary, or the :class:`RopeSettings` read from one.
+Config = Annotated[Mapping, InstanceOf((Mapping, RopeSettings),
+                                       "a mapping (the dict of a config.json) or RopeSettings")]
+LayerType = Annotated[str, Text()]
+
+
+@contract
+def read_config(config: Annotated[Mapping, InstanceOf(Mapping, "a mapping (the dict of a config.json)")],
+                layer_type: LayerType | None = None) -> RopeSettings:
     r"""Read the RoPE settings of ``config`` (the dictionary a ``config.json`` holds).
 
     Accepts version 5 (``rope_parameters``, with ``rope_theta`` inside or beside it)
@@ -199,46 +426,34 @@ def read_config(config: Mapping, layer_type: str | None = None) -> RopeSettings:
     ``rope_scaling`` and ``rope_parameters`` that disagree). Keys the rope type does
     not use are listed in ``unknown_keys`` and reported with :class:`UnknownKeysWarning`.
     """
-    if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a mapping (the dict of a config.json), got {type(config).__name__}")
     top = {_TOP_LEVEL_ALIASES.get(k, k): v for k, v in config.items()}
     source, entry = _rope_dictionary(top, layer_type)
     rope_type = _rope_type(entry)
+    kind = ROPE_PARAMETERS[rope_type]
     head_dim = _head_dim(top)
-    prf = entry.get("partial_rotary_factor", top.get("partial_rotary_factor", 1.0))
-    prf = _fraction("partial_rotary_factor", prf)
-    base = entry.get("rope_theta", top.get("rope_theta"))
-    if base is None:
-        raise ValueError("rope_theta is missing: give the RoPE base in rope_parameters or at the top level")
-    base = _checks.positive_float("rope_theta", base)
-    if base == 1.0:
-        raise ValueError("rope_theta must be a base > 0 and != 1 (every frequency would be 1), got 1.0")
-    rotary_dim = head_dim if rope_type == "proportional" else int(head_dim * prf)
-    if rotary_dim < 2 or rotary_dim % 2:
-        raise ValueError(f"partial_rotary_factor * head_dim must give an even rotated size >= 2, "
-                         f"got int({prf} * {head_dim}) = {int(head_dim * prf)}")
+    prf = _value("partial_rotary_factor", entry.get("partial_rotary_factor", top.get("partial_rotary_factor", 1.0)))
+    base = _base(entry.get("rope_theta", top.get("rope_theta")))
+    rotary_dim = _rotary_dim(head_dim, prf, rope_type)
     max_len = top.get("max_position_embeddings")
-    if max_len is not None:
-        max_len = _checks.positive_int("max_position_embeddings", max_len)
-
-    known = set(_COMMON_KEYS) | set(REQUIRED_KEYS[rope_type]) | set(OPTIONAL_KEYS[rope_type])
-    unknown = tuple(sorted(set(entry) - known))
-    if unknown:
-        warnings.warn(f"rope_type {rope_type!r} does not use the keys {', '.join(unknown)} "
-                      f"(in {source}); they change nothing the library computes", UnknownKeysWarning,
-                      stacklevel=2)
-    missing = [k for k in REQUIRED_KEYS[rope_type] if k not in entry]
-    if missing:
-        raise ValueError(f"rope_type {rope_type!r} needs the key {missing[0]!r} in {source}"
-                         f" (required: {', '.join(REQUIRED_KEYS[rope_type])})")
-    parameters, filled = _method_parameters(rope_type, entry, top, max_len, rotary_dim, head_dim, prf)
+    max_len = None if max_len is None else _value("max_position_embeddings", max_len)
+    unknown = _unknown_keys(entry, kind, rope_type, source)
+    _required_keys(entry, kind, rope_type, source)
+    reading = _Entry(entry, top, max_len, rotary_dim, head_dim, prf)
+    # the library's defaults filled in, each value held to its key's kind, then the rules between them
+    parameters = {k: _value(k, v, kind.kinds) for k, v in kind.resolve(reading).items()}
+    kind.rule(parameters)
     return RopeSettings(rope_type=rope_type, base=base, head_dim=head_dim, rotary_dim=rotary_dim,
                         partial_rotary_factor=prf, max_position_embeddings=max_len,
-                        parameters=parameters, filled_in=tuple(filled), unknown_keys=unknown,
+                        parameters=parameters, filled_in=tuple(reading.filled), unknown_keys=unknown,
                         source=source)
 
 
-def frequencies_at(config, seq_len: int, layer_type: str | None = None) -> ConfigFrequencies:
+def _settings(config, layer_type) -> RopeSettings:
+    return config if isinstance(config, RopeSettings) else read_config.__wrapped__(config, layer_type)
+
+
+@contract
+def frequencies_at(config: Config, seq_len: Count, layer_type: LayerType | None = None) -> ConfigFrequencies:
     r"""The frequencies and attention factor the library uses for a sequence of ``seq_len`` tokens.
 
     ``config`` is a ``config.json`` dictionary or :class:`RopeSettings`; ``seq_len``
@@ -247,9 +462,25 @@ def frequencies_at(config, seq_len: int, layer_type: str | None = None) -> Confi
     library then keeps the frequencies of the longest input seen
     (:class:`DynamicNTKState`). Float64 throughout (the library: float32).
     """
-    settings = config if isinstance(config, RopeSettings) else read_config(config, layer_type)
-    n = _checks.positive_int("seq_len", seq_len)
-    return _frequencies(settings, n)
+    settings = _settings(config, layer_type)
+    inv_freq, factor = ROPE_PARAMETERS[settings.rope_type].compute(settings, seq_len)
+    return ConfigFrequencies(inv_freq=inv_freq, attention_factor=float(factor), rope_type=settings.rope_type,
+                             head_dim=settings.head_dim, rotary_dim=settings.rotary_dim, seq_len=seq_len,
+                             proportional=settings.rope_type == "proportional")
+
+
+def _quietly(config, layer_type) -> RopeSettings:
+    """The settings, read without warning (the body reads them again and warns once)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownKeysWarning)
+        return _settings(config, layer_type)
+
+
+def _is_dynamic(config, layer_type) -> None:
+    rope_type = _quietly(config, layer_type).rope_type
+    if rope_type != "dynamic":
+        raise ValueError(f"config must have rope_type 'dynamic' (DynamicNTKState follows dynamic NTK scaling), "
+                         f"got {rope_type!r}")
 
 
 class DynamicNTKState:
@@ -266,29 +497,38 @@ class DynamicNTKState:
     its own: :func:`frequencies_at` gives the library's formula with a fresh state.
     """
 
-    def __init__(self, config, layer_type: str | None = None):
-        settings = config if isinstance(config, RopeSettings) else read_config(config, layer_type)
-        if settings.rope_type != "dynamic":
-            raise ValueError(f"DynamicNTKState needs rope_type 'dynamic', got {settings.rope_type!r}")
-        self.settings = settings
-        self.original_length = settings.max_position_embeddings
+    @contract(_is_dynamic)
+    def __init__(self, config: Config, layer_type: LayerType | None = None):
+        self.settings = _settings(config, layer_type)
+        self.original_length = self.settings.max_position_embeddings
         self.longest = self.original_length
-        self._original = _frequencies(settings, self.original_length)
+        self._original = frequencies_at.__wrapped__(self.settings, self.original_length)
         self.current = self._original
 
-    def update(self, seq_len: int) -> ConfigFrequencies:
+    @contract
+    def update(self, seq_len: Count) -> ConfigFrequencies:
         """Feed one input of ``seq_len`` tokens; return the frequencies it is rotated with."""
-        n = _checks.positive_int("seq_len", seq_len)
-        if n > self.longest:
-            self.current = _frequencies(self.settings, n)
-            self.longest = n
-        if n < self.original_length and self.longest > self.original_length:
+        if seq_len > self.longest:
+            # a longer input than any before: the frequencies at its length
+            self.current = frequencies_at.__wrapped__(self.settings, seq_len)
+            self.longest = seq_len
+        if seq_len < self.original_length and self.longest > self.original_length:
+            # strictly below the original length: back to the original frequencies
             self.current = self._original
             self.longest = self.original_length
         return self.current
 
 
-def rotate(x, positions, frequencies: ConfigFrequencies, layout: str = "split") -> np.ndarray:
+def _head_width(x, frequencies) -> None:
+    if x.shape[-1] != frequencies.head_dim:
+        raise ValueError(f"x must have last dimension head_dim = {frequencies.head_dim}, got shape {x.shape}")
+
+
+@contract(_head_width, broadcast_to_leading("positions", "x"),
+          entries("positions.size * head_dim", lambda positions, frequencies: positions.size * frequencies.head_dim))
+def rotate(x: Vectors, positions: Positions,
+           frequencies: Annotated[ConfigFrequencies, InstanceOf(ConfigFrequencies, "what frequencies_at returns")],
+           layout: Layout = "split") -> np.ndarray:
     r"""Rotate ``x`` (shape ``(..., n, head_dim)``) as the library does, attention factor included.
 
     Partial rotary: the first ``rotary_dim`` components are rotated with
@@ -300,58 +540,91 @@ def rotate(x, positions, frequencies: ConfigFrequencies, layout: str = "split") 
     scores with ``W_Q`` and ``W_K`` permuted (:func:`companion.rope.layout_permutation`).
     Float64, shape of ``x``.
     """
-    if not isinstance(frequencies, ConfigFrequencies):
-        raise TypeError(f"frequencies must be what frequencies_at returns, got {type(frequencies).__name__}")
-    x = _checks.array("x", x, ndim_at_least=1)
-    if x.shape[-1] != frequencies.head_dim:
-        raise ValueError(f"x must have last dimension head_dim = {frequencies.head_dim}, got shape {x.shape}")
     r = frequencies.rotary_dim
-    turned = rope.rotate(x[..., :r], positions, frequencies.inv_freq, layout) * frequencies.attention_factor
+    # the first rotary_dim components rotated, times the attention factor
+    turned = rope.rotate.__wrapped__(x[..., :r], positions, frequencies.inv_freq, layout) * frequencies.attention_factor
+    # the rest unchanged
     return np.concatenate([turned, x[..., r:]], axis=-1)
 
 
-def config_extension(config, context: int, trained_length: int | None = None,
-                     layer_type: str | None = None) -> scaling.Extension:
+def _trained_range(config, context, trained_length, layer_type) -> None:
+    settings = _quietly(config, layer_type)
+    L = trained_length if trained_length is not None else (settings.original_length
+                                                           or settings.max_position_embeddings)
+    if L is None:
+        raise ValueError("trained_length must be given: the configuration names no training length")
+    if context < L:
+        raise ValueError(f"context must be at least the trained length (trained_length {L}), got {context}")
+
+
+@contract(_trained_range)
+def config_extension(config: Config, context: Count, trained_length: Count | None = None,
+                     layer_type: LayerType | None = None) -> Extension:
     r"""Figure 4's quantities for a real configuration at its advertised ``context``.
 
     The reference frequencies are the unscaled ones of the same base and rotated
     size (for ``proportional``, its non-zero pairs). The trained range is
     ``trained_length`` (default: :attr:`RopeSettings.original_length`, else
     ``max_position_embeddings``); the extension factor is ``s = context /
-    trained_length`` (at least 1). Returns :class:`companion.scaling.Extension` with
+    trained_length`` (at least 1). Returns :class:`companion.trained_range.Extension` with
     ``method`` set to the rope type: per-pair turns in training, angle ratios
-    ``s theta'_i / theta_i`` (:func:`companion.scaling.angle_ratio`), the pairs out of
-    range (:func:`companion.scaling.out_of_range`) and their count.
+    ``s theta'_i / theta_i`` (:func:`companion.trained_range.angle_ratio`), the pairs out of
+    range (:func:`companion.trained_range.out_of_range`) and their count.
     """
-    settings = config if isinstance(config, RopeSettings) else read_config(config, layer_type)
-    context = _checks.positive_int("context", context)
-    L = trained_length if trained_length is not None else (settings.original_length
-                                                           or settings.max_position_embeddings)
-    if L is None:
-        raise ValueError("trained_length must be given: the configuration names no training length")
-    L = _checks.positive_int("trained_length", L)
-    if context < L:
-        raise ValueError(f"context must be at least the trained length {L}, got {context}")
-    s = context / L
-    used = _frequencies(settings, context)
+    settings = _settings(config, layer_type)
+    L = trained_length or settings.original_length or settings.max_position_embeddings
+    used = frequencies_at.__wrapped__(settings, context)
+    # the rotating pairs, and the unscaled frequencies of the same base and rotated size
     scaled = used.inv_freq[used.inv_freq > 0]
-    if settings.rope_type == "proportional":
-        theta = rope.inv_freq(settings.head_dim, settings.base)[:scaled.size]
-    else:
-        theta = rope.inv_freq(settings.rotary_dim, settings.base)
-    turns = scaling.training_turns(theta, L)
-    ratio = scaling.angle_ratio(scaled, theta, s)
-    out = scaling.out_of_range(scaled, theta, s, L)
-    slow = turns < 1.0
-    return scaling.Extension(
-        method=settings.rope_type, turns=turns, ratio=ratio, out_of_range=out, n_out=int(out.sum()),
-        n_slow=int(slow.sum()), worst_ratio=float(ratio[slow].max()) if slow.any() else float("nan"),
-        attention_factor=used.attention_factor)
+    d = settings.head_dim if settings.rope_type == "proportional" else settings.rotary_dim
+    theta = rope.inv_freq.__wrapped__(d, settings.base)[:scaled.size]
+    return Extension.of(settings.rope_type, scaled, theta, context / L, L, used.attention_factor)
 
 
 # ---------------------------------------------------------------------------
-# Private: keys to scaling's arguments
+# Private: the keys of a configuration
 # ---------------------------------------------------------------------------
+
+def _value(key: str, value, kinds: dict | None = None):
+    """``value`` held to the kind of ``key``, from ``kinds`` or the common ones (keys without one pass as they are)."""
+    kind = (kinds or {}).get(key, _KEY_KINDS.get(key))
+    return value if kind is None else kind(key, value)
+
+
+def _rotary_dim(head_dim: int, prf: float, rope_type: str) -> int:
+    """Components rotated per head: all for ``proportional``, else ``int(prf * head_dim)``, even and >= 2."""
+    rotary_dim = head_dim if rope_type == "proportional" else int(head_dim * prf)
+    if rotary_dim < 2 or rotary_dim % 2:
+        raise ValueError(f"partial_rotary_factor * head_dim must give an even rotated size >= 2, "
+                         f"got int({prf} * {head_dim}) = {int(head_dim * prf)}")
+    return rotary_dim
+
+
+def _unknown_keys(entry: dict, kind: RopeType, rope_type: str, source: str) -> tuple:
+    """The keys ``rope_type`` does not use, reported with :class:`UnknownKeysWarning`."""
+    unknown = tuple(sorted(set(entry) - set(_COMMON_KEYS) - set(kind.required) - set(kind.optional)))
+    if unknown:
+        warnings.warn(f"rope_type {rope_type!r} does not use the keys {', '.join(unknown)} "
+                      f"(in {source}); they change nothing the library computes", UnknownKeysWarning,
+                      stacklevel=4)
+    return unknown
+
+
+def _required_keys(entry: dict, kind: RopeType, rope_type: str, source: str) -> None:
+    missing = [k for k in kind.required if k not in entry]
+    if missing:
+        raise ValueError(f"rope_type {rope_type!r} needs the key {missing[0]!r} in {source}"
+                         f" (required: {', '.join(kind.required)})")
+
+
+def _base(value) -> float:
+    if value is None:
+        raise ValueError("rope_theta is missing: give the RoPE base in rope_parameters or at the top level")
+    base = _value("rope_theta", value)
+    if base == 1.0:
+        raise ValueError("rope_theta must be a base > 0 and != 1 (every frequency would be 1), got 1.0")
+    return base
+
 
 def _rope_dictionary(top: dict, layer_type: str | None) -> tuple[str, dict]:
     """Find the RoPE dictionary (and say where it came from); merge version-4 spellings."""
@@ -379,7 +652,7 @@ def _rope_dictionary(top: dict, layer_type: str | None) -> tuple[str, dict]:
             raise ValueError(f"layer_type must be one of {', '.join(map(repr, nested))}; got {layer_type!r}")
         return f"{name}[{layer_type!r}]", dict(entry[layer_type])
     if layer_type is not None:
-        raise ValueError(f"layer_type {layer_type!r} given, but {name} is not nested by layer type")
+        raise ValueError(f"layer_type must be None: {name} is not nested by layer type, got {layer_type!r}")
     return name, dict(entry)
 
 
@@ -395,181 +668,24 @@ def _rope_type(entry: dict) -> str:
     if len(spelled) > 1:
         raise ValueError(f"rope_type and type disagree: {entry['rope_type']!r} and {entry['type']!r}")
     rope_type = spelled.pop() if spelled else "default"
-    if rope_type not in ROPE_TYPES:
-        raise ValueError(f"rope_type must be one of {', '.join(map(repr, ROPE_TYPES))}; got {rope_type!r}")
-    return rope_type
+    return OneOf(*ROPE_TYPES)("rope_type", rope_type)
 
 
 def _head_dim(top: dict) -> int:
     for key in ("qk_rope_head_dim", "head_dim"):
         if top.get(key) is not None:
-            return _checks.positive_int(key, top[key])
+            return _value(key, top[key])
     hidden, heads = top.get("hidden_size"), top.get("num_attention_heads")
     if hidden is None or heads is None:
         raise ValueError("head_dim is missing: give head_dim, or hidden_size and num_attention_heads")
-    hidden = _checks.positive_int("hidden_size", hidden)
-    heads = _checks.positive_int("num_attention_heads", heads)
+    hidden, heads = _value("hidden_size", hidden), _value("num_attention_heads", heads)
     if hidden % heads:
         raise ValueError(f"hidden_size ({hidden}) must be a multiple of num_attention_heads ({heads})")
     return hidden // heads
 
 
-def _fraction(name: str, value) -> float:
-    value = _checks.positive_float(name, value)
-    if value > 1.0:
-        raise ValueError(f"{name} must be a fraction in (0, 1], got {value}")
-    return value
-
-
-def _factor(name: str, value) -> float:
-    return _checks.at_least(name, value, 1.0)
-
-
-def _method_parameters(rope_type, entry, top, max_len, rotary_dim, head_dim, prf):
-    """Resolve the method's keys with the library's defaults; return (parameters, filled_in)."""
-    filled: list[str] = []
-    p: dict = {}
-    if rope_type in ("yarn", "longrope", "llama3"):
-        if top.get("original_max_position_embeddings") is not None:  # Phi-3: the top level wins
-            if ("original_max_position_embeddings" in entry
-                    and entry["original_max_position_embeddings"] != top["original_max_position_embeddings"]):
-                filled.append("original_max_position_embeddings (top level over the dictionary's)")
-            original = top["original_max_position_embeddings"]
-        elif entry.get("original_max_position_embeddings") is not None:
-            original = entry["original_max_position_embeddings"]
-        else:
-            if max_len is None:
-                raise ValueError(f"rope_type {rope_type!r} needs original_max_position_embeddings "
-                                 "(or max_position_embeddings, which the library uses instead)")
-            original = max_len
-            filled.append("original_max_position_embeddings = max_position_embeddings")
-        p["original_max_position_embeddings"] = _checks.positive_int("original_max_position_embeddings", original)
-    if rope_type in ("linear", "dynamic"):
-        p["factor"] = _factor("factor", entry["factor"])
-        if max_len is None:
-            raise ValueError(f"rope_type {rope_type!r} needs max_position_embeddings (the length it scales from)")
-    elif rope_type == "proportional":
-        p["factor"] = _factor("factor", entry.get("factor", 1.0))
-        p["rotated_pairs"] = int(prf * head_dim // 2)
-        if p["rotated_pairs"] < 1:
-            raise ValueError(f"partial_rotary_factor ({prf}) rotates no pair of a {head_dim}-wide head")
-    elif rope_type == "yarn":
-        _yarn_parameters(p, entry, max_len, filled)
-    elif rope_type == "longrope":
-        _longrope_parameters(p, entry, max_len, rotary_dim, filled)
-    elif rope_type == "llama3":
-        p["factor"] = _factor("factor", entry["factor"])
-        low = _checks.positive_float("low_freq_factor", entry["low_freq_factor"])
-        high = _checks.positive_float("high_freq_factor", entry["high_freq_factor"])
-        if high < low:
-            raise ValueError(f"high_freq_factor must be >= low_freq_factor ({low}), got {high}")
-        p["low_freq_factor"], p["high_freq_factor"] = low, high
-    return p, filled
-
-
-def _yarn_parameters(p, entry, max_len, filled):
-    factor = entry["factor"]
-    if factor is None:
-        if max_len is None:
-            raise ValueError("factor is null and max_position_embeddings is missing: YaRN needs one of them")
-        factor = max_len / p["original_max_position_embeddings"]
-        filled.append("factor = max_position_embeddings / original_max_position_embeddings")
-    p["factor"] = _factor("factor", factor)
-    # the library writes `entry.get(key) or default`: 0 and null both mean the default
-    p["beta_fast"] = _checks.positive_float("beta_fast", entry.get("beta_fast") or 32.0)
-    p["beta_slow"] = _checks.positive_float("beta_slow", entry.get("beta_slow") or 1.0)
-    if p["beta_fast"] <= p["beta_slow"]:
-        raise ValueError(f"beta_fast must be greater than beta_slow ({p['beta_slow']}), got {p['beta_fast']}")
-    truncate = entry.get("truncate", True)
-    if not isinstance(truncate, bool):
-        raise ValueError(f"truncate must be true or false, got {truncate!r}")
-    p["truncate"] = truncate
-    for key in ("mscale", "mscale_all_dim"):
-        if entry.get(key) is not None:
-            p[key] = _checks.at_least(key, entry[key], 0.0)
-    if entry.get("attention_factor") is not None:
-        p["attention_factor"] = _checks.positive_float("attention_factor", entry["attention_factor"])
-
-
-def _longrope_parameters(p, entry, max_len, rotary_dim, filled):
-    for key in ("short_factor", "long_factor"):
-        values = entry[key]
-        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-            raise ValueError(f"{key} must be a list of {rotary_dim // 2} numbers, got {values!r}")
-        if len(values) != rotary_dim // 2:
-            raise ValueError(f"{key} must have rotary_dim/2 = {rotary_dim // 2} entries (one per pair), "
-                             f"got {len(values)}")
-        p[key] = _checks.array(key, values)
-        if np.any(p[key] <= 0):
-            raise ValueError(f"{key} must hold numbers > 0 only, got a minimum of {p[key].min()}")
-    factor = entry.get("factor")
-    if factor is None:
-        if max_len is None:
-            raise ValueError("longrope needs factor, or max_position_embeddings to compute it")
-        factor = max_len / p["original_max_position_embeddings"]
-        filled.append("factor = max_position_embeddings / original_max_position_embeddings")
-    p["factor"] = _checks.positive_float("factor", factor)
-    if entry.get("attention_factor") is not None:
-        p["attention_factor"] = _checks.positive_float("attention_factor", entry["attention_factor"])
-
-
-def _yarn_attention_factor(p) -> float:
-    """``attention_factor``, else the ``mscale`` ratio when both are set (and non-zero), else ``0.1 ln s + 1``."""
-    if "attention_factor" in p:
-        return p["attention_factor"]
-    s = p["factor"]
-    if s <= 1.0:
-        return 1.0
-    if p.get("mscale") and p.get("mscale_all_dim"):
-        return (0.1 * p["mscale"] * math.log(s) + 1.0) / (0.1 * p["mscale_all_dim"] * math.log(s) + 1.0)
-    return scaling.yarn_attention_factor(s)
-
-
-def _llama3(d, p, base) -> np.ndarray:
-    """Llama 3.1's bands; with equal band factors the blended band is empty (Llama 4)."""
-    L, s = p["original_max_position_embeddings"], p["factor"]
-    low, high = p["low_freq_factor"], p["high_freq_factor"]
-    if high > low:
-        return scaling.llama3(d, s, L, base, low, high).inv_freq
-    theta = scaling.unscaled(d, 1.0, L, base).inv_freq
-    interpolated = scaling.position_interpolation(d, s, L, base).inv_freq
-    return np.where(2.0 * np.pi / theta > L / low, interpolated, theta)
-
-
-def _frequencies(settings: RopeSettings, n: int) -> ConfigFrequencies:
-    d, base, p, kind = settings.rotary_dim, settings.base, settings.parameters, settings.rope_type
-    factor = 1.0
-    if kind == "default":
-        inv = scaling.unscaled(d, base=base).inv_freq
-    elif kind == "linear":
-        inv = scaling.position_interpolation(d, p["factor"], settings.max_position_embeddings, base).inv_freq
-    elif kind == "dynamic":
-        inv = scaling.dynamic_ntk(d, L=settings.max_position_embeddings, base=base, current_length=n,
-                                  hf_factor=p["factor"]).inv_freq
-    elif kind == "yarn":
-        inv = scaling.yarn_code(d, p["factor"], p["original_max_position_embeddings"], base,
-                                p["beta_fast"], p["beta_slow"], p["truncate"]).inv_freq
-        factor = _yarn_attention_factor(p)
-    elif kind == "longrope":
-        L = p["original_max_position_embeddings"]
-        freqs = scaling.longrope(d, 1.0, L, base, p["short_factor"], p["long_factor"], current_length=n)
-        inv = freqs.inv_freq
-        factor = p.get("attention_factor",
-                       1.0 if p["factor"] <= 1.0 else math.sqrt(1 + math.log(p["factor"]) / math.log(L)))
-    elif kind == "llama3":
-        inv = _llama3(d, p, base)
-    else:  # proportional
-        k = p["rotated_pairs"]
-        kept = scaling.position_interpolation(settings.head_dim, p["factor"], base=base).inv_freq[:k]
-        inv = np.concatenate([kept, np.zeros(settings.head_dim // 2 - k)])
-    return ConfigFrequencies(inv_freq=inv, attention_factor=float(factor), rope_type=kind,
-                             head_dim=settings.head_dim, rotary_dim=d, seq_len=n,
-                             proportional=kind == "proportional")
-
-
-
 # ---------------------------------------------------------------------------
-# Published configurations (data; the sources are text, nothing is fetched)
+# Published configurations (package data; the sources are text, nothing is fetched)
 # ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -583,6 +699,7 @@ class PublishedConfig:
     one entry of a nested dictionary; ``sources`` lists addresses, as text.
     """
 
+
     name: str
     config: dict
     context: int
@@ -592,132 +709,19 @@ class PublishedConfig:
     layer_type: str | None = None
 
 
-_PHI35_MINI_LONG = (
-    1.0800000429153442, 1.1100000143051147, 1.1399999856948853, 1.340000033378601, 1.5899999141693115,
-    1.600000023841858, 1.6200000047683716, 2.620000123977661, 3.2300000190734863, 3.2300000190734863,
-    4.789999961853027, 7.400000095367432, 7.700000286102295, 9.09000015258789, 12.199999809265137,
-    17.670000076293945, 24.46000099182129, 28.57000160217285, 30.420001983642578, 30.840002059936523,
-    32.590003967285156, 32.93000411987305, 42.320003509521484, 44.96000289916992, 50.340003967285156,
-    50.45000457763672, 57.55000305175781, 57.93000411987305, 58.21000289916992, 60.1400032043457,
-    62.61000442504883, 62.62000274658203, 62.71000289916992, 63.1400032043457, 63.1400032043457,
-    63.77000427246094, 63.93000411987305, 63.96000289916992, 63.970001220703125, 64.02999877929688,
-    64.06999969482422, 64.08000183105469, 64.12000274658203, 64.41000366210938, 64.4800033569336,
-    64.51000213623047, 64.52999877929688, 64.83999633789062)
-_PHI35_MINI_SHORT = (
-    1.0, 1.0199999809265137, 1.0299999713897705, 1.0299999713897705, 1.0499999523162842,
-    1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0699999332427979,
-    1.0999999046325684, 1.1099998950958252, 1.1599998474121094, 1.1599998474121094, 1.1699998378753662,
-    1.2899998426437378, 1.339999794960022, 1.679999828338623, 1.7899998426437378, 1.8199998140335083,
-    1.8499997854232788, 1.8799997568130493, 1.9099997282028198, 1.9399996995925903, 1.9899996519088745,
-    2.0199997425079346, 2.0199997425079346, 2.0199997425079346, 2.0199997425079346, 2.0199997425079346,
-    2.0199997425079346, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914,
-    2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914,
-    2.0799996852874756, 2.0899996757507324, 2.189999580383301, 2.2199995517730713, 2.5899994373321533,
-    2.729999542236328, 2.749999523162842, 2.8399994373321533)
+def _published() -> tuple[PublishedConfig, ...]:
+    """Every ``companion/data/published/*.json``, in the order of the file names."""
+    folder = resources.files("companion") / "data" / "published"
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name)
+    records = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    return tuple(PublishedConfig(**{**r, "sources": tuple(r["sources"])}) for r in records)
 
-_HF = "https://huggingface.co/{}/blob/main/config.json"
 
 #: Real configurations, in the order of the chapter's table.
-PUBLISHED = (
-    PublishedConfig(
-        "Llama 2 7B", {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
-                       "rope_theta": 10000.0},
-        context=4096, trained_length=4096,
-        sources=(_HF.format("meta-llama/Llama-2-7b-hf"), "arXiv:2307.09288 (Touvron et al. 2023), table 1",
-                 "https://github.com/meta-llama/llama/blob/main/llama/model.py (theta = 10000.0)"),
-        note="the published config.json has no rope_theta; the reference code's and the library's default is 10000"),
-    PublishedConfig(
-        "Code Llama 7B", {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 16384,
-                          "rope_theta": 1000000, "rope_scaling": None},
-        context=100_000, trained_length=16384,
-        sources=(_HF.format("codellama/CodeLlama-7b-hf"), "arXiv:2308.12950 (Roziere et al. 2023), section 2.4"),
-        note="fine-tuned on 16,384 tokens with base 10^6; the paper reports stable generation up to 100,000"),
-    PublishedConfig(
-        "Llama 3 8B", {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 8192,
-                       "rope_theta": 500000.0},
-        context=8192, trained_length=8192,
-        sources=(_HF.format("meta-llama/Meta-Llama-3-8B"), "arXiv:2407.21783 (Dubey et al. 2024), table 3")),
-    PublishedConfig(
-        "Llama 3.1 8B", {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
-                         "rope_theta": 500000.0,
-                         "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                                          "original_max_position_embeddings": 8192, "rope_type": "llama3"}},
-        context=131072, trained_length=8192,
-        sources=(_HF.format("meta-llama/Llama-3.1-8B"), "arXiv:2407.21783 (Dubey et al. 2024), section 3.4.2",
-                 "https://github.com/meta-llama/llama-models (apply_scaling)"),
-        note="continued pre-training on long inputs followed; the ratios are against the 8,192 of the file"),
-    PublishedConfig(
-        "Llama 4 Scout", {"head_dim": 128, "max_position_embeddings": 10485760, "rope_theta": 500000.0,
-                          "rope_scaling": {"factor": 16.0, "low_freq_factor": 1.0, "high_freq_factor": 1.0,
-                                           "original_max_position_embeddings": 8192, "rope_type": "llama3"}},
-        context=10485760, trained_length=8192,
-        sources=(_HF.format("meta-llama/Llama-4-Scout-17B-16E-Instruct") + " (text_config)",
-                 "https://ai.meta.com/blog/llama-4-multimodal-intelligence/"),
-        note="every fourth layer has no RoPE (no_rope_layers); the RoPE layers attend in chunks of 8,192"),
-    PublishedConfig(
-        "Mistral 7B v0.1", {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 32768,
-                            "rope_theta": 10000.0, "sliding_window": 4096},
-        context=8192, trained_length=8192,
-        sources=(_HF.format("mistralai/Mistral-7B-v0.1"), "arXiv:2310.06825 (Jiang et al. 2023), table 1"),
-        note="sliding window 4,096: a query sees at most 4,096 keys per layer"),
-    PublishedConfig(
-        "Qwen2.5 7B Instruct + YaRN", {"hidden_size": 3584, "num_attention_heads": 28,
-                                       "max_position_embeddings": 32768, "rope_theta": 1000000.0,
-                                       "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768,
-                                                        "type": "yarn"}},
-        context=131072, trained_length=32768,
-        sources=(_HF.format("Qwen/Qwen2.5-7B-Instruct"),
-                 "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct (model card, Processing Long Texts)",
-                 "arXiv:2412.15115 (Qwen Team 2024), section 4"),
-        note="the rope_scaling block is the one the model card says to add for inputs beyond 32,768"),
-    PublishedConfig(
-        "Phi-3.5-mini", {"hidden_size": 3072, "num_attention_heads": 32, "max_position_embeddings": 131072,
-                         "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
-                         "rope_scaling": {"long_factor": list(_PHI35_MINI_LONG),
-                                          "short_factor": list(_PHI35_MINI_SHORT), "type": "longrope"}},
-        context=131072, trained_length=4096,
-        sources=(_HF.format("microsoft/Phi-3.5-mini-instruct"), "arXiv:2404.14219 (Abdin et al. 2024)")),
-    PublishedConfig(
-        "DeepSeek-V3", {"qk_rope_head_dim": 64, "max_position_embeddings": 163840, "rope_theta": 10000,
-                        "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
-                                         "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
-                                         "type": "yarn"}},
-        context=131072, trained_length=4096,
-        sources=(_HF.format("deepseek-ai/DeepSeek-V3"), "arXiv:2412.19437 (DeepSeek-AI 2024), section 4.3"),
-        note="only the 64 decoupled components of each 192-wide query and key are rotated (MLA)"),
-    PublishedConfig(
-        "gpt-oss-20b", {"head_dim": 64, "max_position_embeddings": 131072, "rope_theta": 150000,
-                        "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
-                                         "original_max_position_embeddings": 4096, "rope_type": "yarn",
-                                         "truncate": False}},
-        context=131072, trained_length=4096,
-        sources=(_HF.format("openai/gpt-oss-20b"), "arXiv:2508.10925 (OpenAI 2025), section 2.1")),
-    PublishedConfig(
-        "Gemma 3 27B, global layers", {"head_dim": 128, "max_position_embeddings": 131072, "rope_theta": 1000000,
-                                       "rope_local_base_freq": 10000, "sliding_window": 1024,
-                                       "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
-        context=131072, trained_length=32768, layer_type="full_attention",
-        sources=(_HF.format("google/gemma-3-27b-it") + " (text_config)",
-                 "arXiv:2503.19786 (Gemma Team 2025), section 2"),
-        note="pre-trained on 32K sequences, then positions interpolated by 8 for 128K"),
-    PublishedConfig(
-        "Gemma 3 27B, local layers", {"head_dim": 128, "max_position_embeddings": 131072, "rope_theta": 1000000,
-                                      "rope_local_base_freq": 10000, "sliding_window": 1024,
-                                      "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
-        context=1024, trained_length=1024, layer_type="sliding_attention",
-        sources=(_HF.format("google/gemma-3-27b-it") + " (text_config)",
-                 "arXiv:2503.19786 (Gemma Team 2025), section 2"),
-        note="five of every six layers attend to a window of 1,024 tokens: no distance is ever longer"),
-    PublishedConfig(
-        "GPT-NeoX-20B", {"hidden_size": 6144, "num_attention_heads": 64, "max_position_embeddings": 2048,
-                         "rotary_emb_base": 10000, "rotary_pct": 0.25},
-        context=2048, trained_length=2048,
-        sources=(_HF.format("EleutherAI/gpt-neox-20b"), "arXiv:2204.06745 (Black et al. 2022), section 2.1"),
-        note="Pythia uses the same rotary_pct 0.25 (arXiv:2304.01373)"),
-)
+PUBLISHED = _published()
 
 
-def published(name: str) -> PublishedConfig:
+@contract
+def published(name: Annotated[str, OneOf(*(p.name for p in PUBLISHED))]) -> PublishedConfig:
     """The entry of :data:`PUBLISHED` called ``name``."""
-    names = tuple(p.name for p in PUBLISHED)
-    return PUBLISHED[names.index(_checks.one_of("name", name, names))]
+    return next(p for p in PUBLISHED if p.name == name)

@@ -675,7 +675,7 @@ def test_answers_cross_as_the_same_values():
     import numpy as np
     import sympy as sp
     import torch
-    from companion import nope, scaling
+    from companion import nope, trained_range
 
     m = sp.Symbol("m", positive=True)
     values = [None, ..., True, 3, 2**80, 0.1, float("inf"), 1 + 2j, "2I", b"x", [1, (2, 3.5)], {10_000: 54.2},
@@ -694,7 +694,7 @@ def test_answers_cross_as_the_same_values():
             assert back == value, value
     tensor = torch.arange(6, dtype=torch.float32).reshape(2, 3)
     assert torch.equal(wire.decode(*wire.encode(tensor)), tensor)
-    result = scaling.extension("ntk", d=128, s=16.0)
+    result = trained_range.extension("ntk", d=128, s=16.0)
     back = wire.decode(*wire.encode(result))
     assert back.n_out == result.n_out and type(back).__name__ == type(result).__name__
 
