@@ -9,7 +9,7 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.alibi` -- attention with linear biases (chapter 4)
 - :mod:`companion.nope` -- no positional encoding, and Llama 4's interleaved layers (chapter 5)
 - :mod:`companion.scaling` -- context extension for RoPE (chapter 6)
-- :mod:`companion.trained_range` -- which pairs a longer context takes past the trained angles (chapter 6, figure 4)
+- :mod:`companion.trained_range` -- which pairs a longer context takes past the trained angles (chapter 6's interactive figure)
 - :mod:`companion.interpolation` -- why interpolating is safer than extrapolating (chapters 6 and 8)
 - :mod:`companion.sampling` -- positions read at whole numbers: aliasing and clock hands (chapter 8)
 - :mod:`companion.configs` -- what a checkpoint's ``config.json`` makes the library run (chapter 10)

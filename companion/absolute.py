@@ -273,7 +273,7 @@ def position_score(m: Positions, k: Offset, M: Matrix, base: Positive = 10000.0)
     For :math:`M = I` this is :func:`dot_product_at_distance` and does not depend on
     :math:`m`; for a general :math:`M` it does, unless :math:`M` is block-diagonal
     with 2 x 2 blocks of the form :math:`\begin{pmatrix} a & -b \\ b & a\end{pmatrix}`
-    (Vaswani et al. 2017 sinusoids; the chapter's figure 1).
+    (Vaswani et al. 2017 sinusoids; the chapter's interactive figure).
 
     Parameters
     ----------

@@ -69,7 +69,7 @@ ROFORMER_BASE = 10_000.0
 CODE_LLAMA_BASE = 1_000_000.0
 #: Llama 3 (Meta, 2024)
 LLAMA3_BASE = 500_000.0
-#: Llama 2 training length, the book's Figure 4 setting
+#: Llama 2 training length, the setting of chapter 6's figure
 LLAMA2_CONTEXT = 4096
 #: Llama 3.1's original_max_position_embeddings
 LLAMA31_ORIGINAL_CONTEXT = 8192

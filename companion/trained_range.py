@@ -1,4 +1,4 @@
-r"""Figure 4: which pairs a longer context takes beyond the angles seen in training.
+r"""Chapter 6's figure: which pairs a longer context takes beyond the angles seen in training.
 
 A RoPE model trained on ``L`` positions saw each pair ``i`` turn through the angles
 ``0 .. L theta_i``. Its fast pairs completed many turns and have seen every angle;
@@ -59,7 +59,7 @@ def out_of_range(scaled_inv_freq: PositiveFrequencies, inv_freq: PositiveFrequen
 
 @dataclass(frozen=True)
 class Extension:
-    """What Figure 4 plots for one method (arrays have shape ``(d/2,)``)."""
+    """What chapter 6's figure plots for one method (arrays have shape ``(d/2,)``)."""
 
     method: str
     turns: np.ndarray  # r_i = L theta_i / (2 pi), original frequencies
@@ -87,7 +87,7 @@ class Extension:
 @contract(entries("d / 2", lambda d: d // 2))
 def extension(method: scaling.Method, d: EvenSize = 128, s: Factor = 8.0, L: Size = scaling.LLAMA2_CONTEXT,
               base: Positive = scaling.ROFORMER_BASE, **options) -> Extension:
-    r"""Figure 4's quantities for ``method`` at head dim ``d``, scale ``s``, length ``L``.
+    r"""The figure's quantities for ``method`` at head dim ``d``, scale ``s``, length ``L``.
 
     Defaults are the book's setting (Llama 2: ``d = 128``, base 10000, ``L = 4096``,
     ``s = 8``), where no scaling leaves 18 pairs out of range, PI 0, NTK-aware 17

@@ -92,7 +92,7 @@ def test_widget_traits_and_bad_input():
     with pytest.raises(Exception, match="pair"):
         w.pair = 70
     w.method, w.s, w.pair = "yarn", 16, 50
-    assert w.fallback_html().startswith('<div class="companion-fallback">')
+    assert w.fallback_html().startswith('<div class="companion-fallback" data-fallback-for="context_extension">')
 
 
 @pytest.mark.site

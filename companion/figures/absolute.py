@@ -1,4 +1,4 @@
-r"""Figure 1 (chapter 1): the position-position term of an attention score.
+r"""Chapter 1's interactive figure: the position-position term of an attention score.
 
 With :math:`x = e + PE` and :math:`M = W_Q^{\mathsf T} W_K`, the score contains the term
 :math:`PE(m)^{\mathsf T} M\, PE(m + k)`. Python computes it with
@@ -40,7 +40,7 @@ def random_mix(d: EvenSize = 64, sigma: NonNegativeReal = 0.3, seed: Seed = 0) -
 def position_term_data(d: EvenSize = 64, base: Positive = 10000.0, m_max: Count = 200,
                        distances: Annotated[list, PositiveCounts(distinct=True)] = DISTANCES,
                        sigma: NonNegativeReal = 0.3, seed: Seed = 0) -> dict:
-    r"""Everything figure 1 shows.
+    r"""Everything chapter 1's figure shows.
 
     For each distance ``k`` in ``distances`` and every ``m = 0..m_max``, the values
     :math:`PE(m)^{\mathsf T} M\, PE(m + k) / (d/2)` from
@@ -147,7 +147,7 @@ def _shown_point(k, m, m_max, distances) -> None:
 def position_term(k: Count = 4, m: Annotated[int, Integer(0)] = 50, d: EvenSize = 64, base: Positive = 10000.0,
                   m_max: Count = 200, distances: Annotated[list, PositiveCounts(distinct=True)] = DISTANCES,
                   sigma: NonNegativeReal = 0.3, seed: Seed = 0) -> PositionTerm:
-    r"""Figure 1: :math:`PE(m)^{\mathsf T} M\, PE(m+k) / (d/2)` over ``m = 0..m_max`` at distance ``k``.
+    r"""Chapter 1's figure: :math:`PE(m)^{\mathsf T} M\, PE(m+k) / (d/2)` over ``m = 0..m_max`` at distance ``k``.
 
     Two curves: :math:`M = I` (flat: it depends on ``k`` only) and :math:`M = I + R`
     with :math:`R` random (entries :math:`\mathcal N(0, \sigma^2)`, ``seed``), which

@@ -1,4 +1,4 @@
-r"""Figure 3 (chapter 4): ALiBi's causal heatmap, one head at a time.
+r"""Chapter 4's interactive figure: ALiBi's causal heatmap, one head at a time.
 
 Each head :math:`h` adds :math:`-m_h (i - j)` to the score of query :math:`i` and key
 :math:`j` (Press, Smith & Lewis 2022). Python computes, for every head, the scores
@@ -28,7 +28,7 @@ View = Annotated[str, _VIEWS]
 
 @contract
 def alibi_heatmap_data(n_heads: Count = 8, n: Count = 24, content_scale: NonNegativeReal = 0.5, seed: Seed = 0) -> dict:
-    r"""Everything figure 3 shows.
+    r"""Everything chapter 4's figure shows.
 
     Scores :math:`s_{h,ij} = q_i \cdot k_j/\sqrt{d} - m_h (i - j)` for random unit-scale
     content (16-dimensional queries and keys with entries of standard deviation
@@ -111,7 +111,7 @@ def _head_exists(n_heads, head) -> None:
 @contract(_head_exists)
 def alibi_heatmap(n_heads: Count = 8, n: Count = 24, head: Annotated[int, Integer(0)] = 0, view: View = "weights",
                   content_scale: NonNegativeReal = 0.5, seed: Seed = 0) -> AlibiHeatmap:
-    """Figure 3: ALiBi's causal heatmap for ``n_heads`` heads; choose a head and a view."""
+    """Chapter 4's figure: ALiBi's causal heatmap for ``n_heads`` heads; choose a head and a view."""
     data = alibi_heatmap_data(n_heads=n_heads, n=n, content_scale=content_scale, seed=seed)
     steep, gentle = 0, n_heads - 1
     description = (

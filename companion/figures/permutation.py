@@ -1,4 +1,4 @@
-r"""Chapter 0's figure: reorder the tokens and watch the attention outputs follow.
+r"""Chapter 0's interactive figure: reorder the tokens and watch the attention outputs follow.
 
 For the three tokens ``A, B, C`` and each of the six orders, Python computes the
 self-attention weights and outputs (:func:`companion.attention.self_attention`),

@@ -1,4 +1,4 @@
-r"""Figure 2 (chapter 3): RoPE on one pair of components, drawn as plane vectors.
+r"""Chapter 3's interactive figure: RoPE on one pair of components, drawn as plane vectors.
 
 A query's pair ``q`` at position ``m`` is turned by ``m theta``, a key's pair ``k``
 at position ``n`` by ``n theta`` (Su et al. 2021, "RoFormer"). Their dot product
@@ -81,7 +81,7 @@ def rope_scores(q, k, m: int, n: int, theta: float, max_position: int = 15) -> t
 @contract(_on_the_axis)
 def rope_rotation_data(q: Arrow = (0.95, 0.25), k: Arrow = (0.55, 0.75), m: AxisPosition = 5, n: AxisPosition = 2,
                        theta: Turn = 0.4, max_position: Count = 15) -> dict:
-    r"""Everything figure 2 shows at the start.
+    r"""Everything chapter 3's figure shows at the start.
 
     ``q`` and ``k``: one pair of a query and of a key (plane vectors of length 0.2 to
     1.5); ``m`` and ``n``: their positions (integers in ``0..max_position``);
@@ -216,7 +216,7 @@ def _degrees(v) -> float:
 @contract(_on_the_axis)
 def rope_rotation(q: Arrow = (0.95, 0.25), k: Arrow = (0.55, 0.75), m: AxisPosition = 5, n: AxisPosition = 2,
                   theta: Turn = 0.4, max_position: Count = 15) -> RopeRotation:
-    """Figure 2: drag ``q``, ``k`` and the positions ``m``, ``n``; move both and the score stays."""
+    """Chapter 3's figure: drag ``q``, ``k`` and the positions ``m``, ``n``; move both and the score stays."""
     data = rope_rotation_data(q=q, k=k, m=m, n=n, theta=theta, max_position=max_position)
     rotated_q, rotated_k = data.pop("rotated_q"), data.pop("rotated_k")
     curve = data["curve"]

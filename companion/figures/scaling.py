@@ -1,4 +1,4 @@
-r"""Figure 4 (chapter 6): which RoPE pairs leave the trained range at length ``s L``.
+r"""Chapter 6's interactive figure: which RoPE pairs leave the trained range at length ``s L``.
 
 A RoPE model trained on ``L`` positions has seen every angle of its fast pairs, but
 its slow pairs (less than one full turn in training, ``L theta_i < 2 pi``) have only
@@ -47,7 +47,7 @@ def _base_not_one(base) -> None:
 def context_extension_data(d: FigureWidth = 128, L: Count = scaling.LLAMA2_CONTEXT,
                            base: Positive = scaling.ROFORMER_BASE,
                            max_s: MaxScale = 32) -> dict:
-    r"""Everything figure 4 shows, for every method and every scale ``s = 1 .. max_s``.
+    r"""Everything chapter 6's figure shows, for every method and every scale ``s = 1 .. max_s``.
 
     Per pair ``i`` (``d/2`` pairs): ``theta`` (``theta_i = base^(-2i/d)``, rad/token)
     and ``turns`` (``r_i = L theta_i / (2 pi)``, turns in training). Per method (keys
@@ -179,7 +179,7 @@ def _scale_and_pair_shown(s, pair, d, max_s) -> None:
 def context_extension(method: FigureMethod = "none", s: Count = 8, pair: Annotated[int, Integer(0)] | None = None,
                       d: FigureWidth = 128, L: Count = scaling.LLAMA2_CONTEXT, base: Positive = scaling.ROFORMER_BASE,
                       max_s: MaxScale = 32) -> ContextExtension:
-    """Figure 4: per RoPE pair, the largest angle at length ``s L`` over the largest in training.
+    """Chapter 6's figure: per RoPE pair, the largest angle at length ``s L`` over the largest in training.
 
     ``method`` is one of ``"none"``, ``"pi"``, ``"ntk"``, ``"yarn"``; ``s`` an integer
     scale in ``1 .. max_s``; ``pair`` the pair shown in the readout (default: the
