@@ -48,6 +48,8 @@ PREAMBLE = r"""
 % --- book/_ext/print_book.py ---------------------------------------------------------
 \usepackage{needspace}
 \usepackage{etoolbox}
+% links to a file at a commit are long and have no spaces: they break after any character
+\usepackage{xurl}
 % a box (definition, theorem, exercise, solution) starts where its header and first
 % lines fit, never with its header alone at the foot of a page
 \BeforeBeginEnvironment{sphinxadmonition}{\needspace{${box}\baselineskip}}
