@@ -778,5 +778,5 @@ def test_an_environment_under_tmp_is_mounted_over_the_scratch_folder(tmp_path, m
     assert command[scratch + 1] == "/tmp"
     binds = [i for i, arg in enumerate(command) if arg == "--ro-bind" and command[i + 2].startswith("/tmp/")
              and not command[i + 2].startswith(("/tmp/matplotlib", "/tmp/work", "/tmp/home"))]
-    assert [command[i + 2] for i in binds] == [str(venv)]
+    assert str(venv) in [command[i + 2] for i in binds]
     assert all(i > scratch for i in binds), "a mount under /tmp comes before the scratch folder hides it"
