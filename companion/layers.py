@@ -270,6 +270,10 @@ def qk_rms_norm(x: Vectors, eps: NonNegativeReal = 1e-5) -> np.ndarray:
     keeps the norm of every pair, so normalising before or after RoPE gives the same
     vector. ``x``: ``(..., d)``.
     """
-    # x / sqrt(mean_j x_j^2 + eps)
-    return x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
+    # s = max_j |x_j|, so that no square overflows (x ~ 1e300) or vanishes (x ~ 1e-300)
+    s = np.max(np.abs(x), axis=-1, keepdims=True)
+    s = np.where(s > 0, s, 1.0)
+    # x / sqrt(mean_j x_j^2 + eps) = (x/s) / sqrt(mean_j (x_j/s)^2 + eps/s^2)
+    with np.errstate(over="ignore", divide="ignore"):  # eps/s^2 = inf for tiny s: the result is 0
+        return (x / s) / np.sqrt(np.mean((x / s) ** 2, axis=-1, keepdims=True) + eps / s**2)
 
