@@ -187,3 +187,15 @@ def test_page_interaction(open_figure):
     final = state()
     assert abs(final["score"] - companion_score(final)) < 1e-6
     assert problems == {"outside": [], "console": [], "http": []}
+
+
+def test_the_script_allows_the_arrow_lengths_python_allows():
+    """The drawing script keeps its own copy of the allowed arrow lengths (it clamps a
+    dragged arrow without asking Python): it must be LENGTH_RANGE."""
+    import re
+    from pathlib import Path
+
+    figure = importlib.import_module("companion.figures.rope")
+    script = (Path(figure.__file__).with_suffix(".js")).read_text()
+    low, high = map(float, re.search(r"const ROPE_LEN = \[([\d.]+), ([\d.]+)\];", script).groups())
+    assert (low, high) == figure.LENGTH_RANGE

@@ -3,7 +3,7 @@
 // Because q and k are dragged continuously, this script redoes the one small
 // computation itself (two plane rotations and a dot product) while it draws.
 
-const ROPE_LEN = [0.2, 1.5];          // allowed arrow lengths (as in rope_rotation.py)
+const ROPE_LEN = [0.2, 1.5];          // allowed arrow lengths: LENGTH_RANGE of companion/figures/rope.py
 const ROPE_TURN = Math.PI / 36;       // 5 degrees per arrow key
 
 function ropeRotate(v, angle) {
