@@ -68,7 +68,8 @@ def lr_at(step: int, steps: int, peak: float, warmup: int, min_ratio: float = 0.
 
 def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warmup: int | None = None,
           weight_decay: float = 0.1, min_ratio: float = 0.1, grad_clip: float = 1.0, seed: int = 0,
-          device=None, progress: bool = True, label: str = "train") -> list[float]:
+          device=None, progress: bool = True, label: str = "train", every: int = 0,
+          callback: Callable | None = None) -> list[float]:
     r"""Train ``model`` for ``steps`` AdamW steps; return the loss of every step.
 
     Parameters
@@ -88,6 +89,11 @@ def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warm
         with ``torch.manual_seed`` before building it).
     device : ``None`` for :func:`default_device`.
     progress : show a tqdm progress bar with the running loss (``label`` names it).
+    every, callback : after every ``every``-th step (steps ``every``, ``2 every``,
+        ...), ``callback(step, model)`` is called, with ``step`` the number of steps
+        done (a learning curve); the model is put back in training mode afterwards.
+        The callback cannot change the training: it draws nothing from the batch
+        generator.
 
     Returns
     -------
@@ -105,6 +111,10 @@ def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warm
     grad_clip = _checks.at_least("grad_clip", grad_clip, 0.0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+        raise ValueError(f"every must be an integer >= 0, got {every!r}")
+    if every and not callable(callback):
+        raise ValueError("callback must be a function callback(step, model) when every > 0")
     device = default_device() if device is None else torch.device(device)
     model.to(device).train()
     optimizer = _adamw(model, lr, weight_decay)
@@ -122,6 +132,9 @@ def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warm
             nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
         optimizer.step()
         history.append(float(loss.detach()))
+        if every and (step + 1) % every == 0:
+            callback(step + 1, model)
+            model.train()
         if progress and step % 20 == 0:
             bar.set_postfix(loss=f"{history[-1]:.3f}", refresh=False)
     bar.close()

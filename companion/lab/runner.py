@@ -1,0 +1,337 @@
+r"""Running the lab: jobs, worker processes, checkpoints, the stored files and the command line.
+
+``python -m companion.lab --config full`` recomputes the book's stored results;
+``--seeds 17 23`` runs the full configuration at other seeds into a folder of their
+own and checks every claim of :mod:`companion.lab.claims` on them. The work is cut
+into *jobs* (:func:`jobs`): one per (seed, arm), which trains the arm and runs every
+experiment on it, and one per cell of the learning-rate sweep. Jobs run in a pool
+of worker processes (``--workers``, one torch thread each), or in ``--parts P``
+processes started by hand (``--part i`` in each, then ``--merge``). Every finished
+job is written at once to ``<out>/jobs/``, so a run that is stopped resumes where it
+was; :func:`assemble` then writes the files the book reads:
+
+- ``seed<k>.json``: every arm's record at seed ``k``, keyed by experiment
+  (``train``, ``tuning``, ``extrapolation``, ``retrieval``, ``pair_norms``,
+  ``window``, ``extension``), with :func:`run_metadata`;
+- ``lr_sweep.json``: the cells of the sweep;
+- ``summary.json``: the cost (wall time as the union of the processes' working
+  time, CPU time, peak memory, load average before and after), the machine (CPU
+  model, instruction set torch used) and which seeds were development and which
+  held out.
+
+A job's numbers depend only on its seed and arm (and learning rate), never on the
+order, the process or the other jobs: on the same machine a re-run repeats them
+exactly (a test checks it on the reduced configuration).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .. import __version__, _checks
+from . import data, experiments, fingerprint
+from .config import CONFIGS, LabConfig, get_config
+
+__all__ = ["jobs", "run_job", "run_all", "assemble", "run_metadata", "machine", "code_hashes", "trace_config",
+           "peak_memory_mib", "cpu_seconds", "main"]
+
+
+def peak_memory_mib(who: str = "self") -> float:
+    """Peak resident memory in MiB of this process (``"self"``) or its largest finished child (``"children"``)."""
+    which = {"self": resource.RUSAGE_SELF, "children": resource.RUSAGE_CHILDREN}[_checks.one_of("who", who, ("self", "children"))]
+    peak = resource.getrusage(which).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes on macOS, KiB on Linux
+
+
+def cpu_seconds(who: str = "self") -> float:
+    """User plus system CPU time of this process (``"self"``) or of its finished children."""
+    which = {"self": resource.RUSAGE_SELF, "children": resource.RUSAGE_CHILDREN}[_checks.one_of("who", who, ("self", "children"))]
+    usage = resource.getrusage(which)
+    return usage.ru_utime + usage.ru_stime
+
+
+# ---------------------------------------------------------------------------
+# Jobs
+# ---------------------------------------------------------------------------
+
+def jobs(config="reduced", seeds=None, sweep: str = "rest") -> list[tuple]:
+    """Every job of a run, the slowest first: ``("arm", seed, arm)`` and ``("sweep", seed, arm, lr)``.
+
+    ``seeds``: the seeds of the arm jobs (default: the configuration's). ``sweep``:
+    ``"rest"`` adds the sweep cells that the arm jobs do not already give (an arm
+    job at a sweep seed is the sweep's cell at the arm's own learning rate);
+    ``"all"`` every cell; ``"none"`` no sweep.
+    """
+    cfg = get_config(config)
+    seeds = list(cfg.seeds) if seeds is None else list(seeds)
+    sweep = _checks.one_of("sweep", sweep, ("rest", "all", "none"))
+    arm_jobs = [("arm", seed, arm) for arm in cfg.main_arms for seed in seeds]
+    arm_jobs.sort(key=lambda j: j[2] not in ("rope", "shaw"))   # rope also extends; shaw is the slowest to score
+    cells = [] if sweep == "none" else [
+        ("sweep", seed, arm, lr) for seed in cfg.sweep.seeds for arm in cfg.arms for lr in cfg.sweep.lrs
+        if sweep == "all" or cfg.arms[arm].sweep_only or not (seed in seeds and lr == cfg.lr_of(arm))]
+    return arm_jobs + cells
+
+
+def run_job(job: tuple, config="reduced", progress: bool = False) -> dict:
+    """Run one job of :func:`jobs` in this process (one torch thread); return its record."""
+    torch.set_num_threads(1)
+    cfg = get_config(config)
+    start, started, cpu = time.perf_counter(), time.time(), cpu_seconds()
+    corpus = data.load_corpus()
+    if job[0] == "sweep":
+        _, seed, arm, lr = job
+        result = experiments.sweep_cell(arm, lr, seed, cfg, corpus)
+    else:
+        _, seed, arm = job
+        result = experiments.arm_record(arm, seed, cfg, corpus, progress)
+    return {"job": list(job), "result": result, "seconds": round(time.perf_counter() - start, 2),
+            "cpu_seconds": round(cpu_seconds() - cpu, 2), "peak_memory_mib": round(peak_memory_mib(), 1),
+            "started": round(started, 2), "ended": round(time.time(), 2), "pid": os.getpid()}
+
+
+def _job_name(job) -> str:
+    return "-".join(map(str, job))
+
+
+# ---------------------------------------------------------------------------
+# A whole run
+# ---------------------------------------------------------------------------
+
+def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout, part: int | None = None,
+            parts: int | None = None, seeds=None, sweep: str = "rest") -> dict:
+    """Run the jobs not yet done in ``out_dir``, then (unless a part) :func:`assemble` the files.
+
+    ``out_dir=None`` means the package's stored results (:data:`companion.lab.results.STORED`)
+    and is allowed only for ``config="full"`` at its own seeds. ``part=i`` of
+    ``parts=P`` runs every ``P``-th job from the ``i``-th in this process and
+    leaves the assembling to :func:`assemble` (``--merge``). Returns ``{name: path}``
+    of the files written (the job files for a part).
+    """
+    from . import results as stored_results
+
+    cfg = get_config(config)
+    name = config if isinstance(config, str) else "custom"
+    if out_dir is None:
+        if name != "full" or seeds is not None:
+            raise ValueError("out_dir must be given for a configuration other than 'full' or for other seeds")
+        out_dir = stored_results.STORED
+    out = Path(out_dir)
+    folder = out / "jobs"
+    folder.mkdir(parents=True, exist_ok=True)
+    workers = _checks.positive_int("workers", workers)
+    todo = jobs(cfg, seeds, sweep)
+    if parts is not None:
+        parts = _checks.positive_int("parts", parts)
+        part = _checks.one_of("part", part, tuple(range(parts)))
+        todo = todo[part::parts]
+        workers = 1
+    _write(folder / "run.json", {"config_name": name, "config": cfg.to_dict(),
+                                 "seeds": list(cfg.seeds if seeds is None else seeds), "sweep": sweep})
+    todo = [j for j in todo if not (folder / f"{_job_name(j)}.json").is_file()]
+    session = {"started": time.time(), "load_average_before": [round(v, 2) for v in os.getloadavg()],
+               "workers": workers, "jobs": len(todo)}
+    begin = time.perf_counter()
+
+    def finished(record):
+        _write(folder / f"{_job_name(record['job'])}.json", record)   # a checkpoint
+        if stream is not None:
+            stream.write(f"[{time.perf_counter() - begin:7.1f} s] {' '.join(map(str, record['job']))}: "
+                         f"{record['seconds']:.1f} s, {record['cpu_seconds']:.1f} CPU s\n")
+            stream.flush()
+
+    if workers == 1:
+        for job in todo:
+            finished(run_job(job, cfg))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for done in as_completed([pool.submit(run_job, job, cfg) for job in todo]):
+                finished(done.result())
+    session.update(ended=time.time(), load_average_after=[round(v, 2) for v in os.getloadavg()])
+    _write(folder / f"session-{os.getpid()}-{int(session['started'])}.json", session)
+    if parts is not None:
+        return {"jobs": str(folder)}
+    return assemble(out)
+
+
+def assemble(out_dir=None) -> dict:
+    """Write ``seed<k>.json``, ``lr_sweep.json`` and ``summary.json`` from the job files in ``<out_dir>/jobs``.
+
+    Refuses while a job of the run is missing. Removes the job files afterwards.
+    """
+    from . import results as stored_results
+
+    out = stored_results.STORED if out_dir is None else Path(out_dir)
+    folder = out / "jobs"
+    if not (folder / "run.json").is_file():
+        raise ValueError(f"out_dir must hold the jobs/ folder of a run; none in {out}")
+    run = json.loads((folder / "run.json").read_text())
+    cfg = get_config(run["config"])
+    wanted = jobs(cfg, run["seeds"], run["sweep"])
+    records = {}
+    for job in wanted:
+        path = folder / f"{_job_name(job)}.json"
+        if not path.is_file():
+            raise ValueError(f"out_dir is missing job {_job_name(job)}: run the remaining jobs before assembling")
+        records[tuple(job)] = json.loads(path.read_text())
+    meta = run_metadata(run["config_name"], cfg)
+    paths = {}
+    for seed in run["seeds"]:
+        arms = {a: records[("arm", seed, a)] for a in cfg.main_arms}
+        record = {"experiment": "lab", "seed": seed, **meta}
+        for key in ("train", "tuning", "extrapolation", "retrieval", "pair_norms", "window"):
+            record[key] = {a: r["result"][key] for a, r in arms.items() if key in r["result"]}
+        record["extension"] = arms["rope"]["result"]["extension"] if "rope" in arms else None
+        record["jobs"] = {a: {k: r[k] for k in ("seconds", "cpu_seconds", "peak_memory_mib")} for a, r in arms.items()}
+        paths[f"seed{seed}"] = _write(out / f"seed{seed}.json", record)
+    cells = [r["result"] for j, r in records.items() if j[0] == "sweep"]
+    cells += [{"arm": j[2], "lr": r["result"]["tuning"]["lr"], "seed": j[1],
+               **{k: v for k, v in r["result"]["tuning"].items() if k != "lr"},
+               "text_loss": r["result"]["train"]["text_loss"], "task_loss": r["result"]["train"]["task_loss"]}
+              for j, r in records.items() if j[0] == "arm" and j[1] in cfg.sweep.seeds and run["sweep"] != "none"]
+    if cells:
+        cells.sort(key=lambda c: (list(cfg.arms).index(c["arm"]), c["lr"], c["seed"]))
+        paths["lr_sweep"] = _write(out / "lr_sweep.json", {"experiment": "lr_sweep", **meta, "cells": cells})
+    sessions = [json.loads(p.read_text()) for p in sorted(folder.glob("session-*.json"))]
+    all_records = list(records.values())
+    summary = {"experiment": "summary", **meta, "seeds": run["seeds"],
+               "wall_seconds": round(_union_seconds([(s["started"], s["ended"]) for s in sessions]), 1),
+               "started": round(min(s["started"] for s in sessions), 1),
+               "ended": round(max(s["ended"] for s in sessions), 1),
+               "sessions": sessions,
+               "cpu_seconds": round(sum(r["cpu_seconds"] for r in all_records), 1),
+               "cpu_seconds_by_kind": {kind: round(sum(r["cpu_seconds"] for j, r in records.items() if j[0] == kind), 1)
+                                       for kind in ("arm", "sweep")},
+               "peak_memory_mib_per_process": round(max(r["peak_memory_mib"] for r in all_records), 1),
+               "load_average_before": max((s["load_average_before"] for s in sessions), key=lambda v: v[0]),
+               "load_average_after": max((s["load_average_after"] for s in sessions), key=lambda v: v[0]),
+               "n_jobs": len(all_records)}
+    paths["summary"] = _write(out / "summary.json", summary)
+    for path in folder.glob("*.json"):
+        path.unlink()
+    folder.rmdir()
+    return paths
+
+
+def _union_seconds(intervals) -> float:
+    """Length of the union of ``(start, end)`` intervals: wall time when processes overlap."""
+    total, reach = 0.0, -np.inf
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
+# ---------------------------------------------------------------------------
+# Provenance
+# ---------------------------------------------------------------------------
+
+def machine() -> dict:
+    """The CPU this process runs on: model name (``/proc/cpuinfo``), the instruction set torch uses, and core count."""
+    model, flags = platform.processor() or platform.machine(), []
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model == (platform.processor() or platform.machine()):
+                model = value.strip()
+            if key.strip() == "flags" and not flags:
+                flags = value.split()
+    except OSError:
+        pass
+    wanted = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "amx_tile")
+    return {"cpu_model": model, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "isa_flags": [f for f in wanted if f in flags], "cpu_count": os.cpu_count(),
+            "platform": platform.platform(), "processor": platform.processor() or platform.machine()}
+
+
+def trace_config() -> LabConfig:
+    """The configuration the fingerprint's trace runs: the reduced one at a few steps, every kind of job."""
+    return get_config("reduced").with_changes(
+        seeds=(0,), development_seeds=(0,), held_out_seeds=(),
+        train={"steps": 2, "warmup": 1, "curve_every": 1},
+        eval={"n_examples": 2, "bootstrap": 10, "tokens_per_length": 256, "attention_examples": 1,
+              "window_examples": 1, "norm_windows": 1},
+        probes={"multi_key_examples": 2, "variable_tracking_examples": 2, "no_literal_examples": 1},
+        extension={"finetune_steps": 2, "curve_steps": (1, 2), "tokens_per_length": 256, "examples": 1},
+        sweep={"lrs": (1e-3,), "seeds": (0,), "examples": 2})
+
+
+def code_hashes() -> dict:
+    """:func:`companion.lab.fingerprint.source_hashes` of the code every kind of job executes (traced)."""
+    cfg = trace_config()
+
+    def run():
+        for job in jobs(cfg, sweep="all"):
+            run_job(job, cfg)
+
+    return fingerprint.source_hashes(fingerprint.executed_functions(run))
+
+
+def run_metadata(name: str, cfg: LabConfig) -> dict:
+    """What every stored file records: the configuration, the code, the corpus, the libraries and the machine."""
+    hashes = code_hashes()
+    return {
+        "config_name": name, "config": cfg.to_dict(), "companion_version": __version__,
+        "code_fingerprint": fingerprint.fingerprint(hashes), "code_sources": hashes,
+        "corpus": data.load_corpus().info(), "python": platform.python_version(), "torch": torch.__version__,
+        "numpy": np.__version__, "device": "cpu", "threads_per_process": 1, "machine": machine(),
+        "development_seeds": list(cfg.development_seeds), "held_out_seeds": list(cfg.held_out_seeds),
+    }
+
+
+def _write(path: Path, record: dict) -> str:
+    path.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
+    return str(path)
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+def main(argv=None) -> int:
+    """``python -m companion.lab --config full|reduced [--seeds S ...] [--out DIR] [--workers N | --part I --parts P | --merge]``."""
+    parser = argparse.ArgumentParser(prog="python -m companion.lab",
+                                     description="Recompute the lab's results, or run it at new seeds and check its claims.")
+    parser.add_argument("--config", choices=tuple(CONFIGS), default="reduced")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                        help="run these seeds instead of the configuration's (no sweep), then check the claims on them")
+    parser.add_argument("--out", default=None, help="folder for the JSON files (default for 'full' at its own seeds: "
+                                                    "the package's stored results; with --seeds: lab_seeds_<seeds>)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes, one torch thread each")
+    parser.add_argument("--part", type=int, default=None, help="run only every P-th job from the I-th (with --parts)")
+    parser.add_argument("--parts", type=int, default=None, help="the number of parts run by hand")
+    parser.add_argument("--merge", action="store_true", help="write the result files from the finished jobs")
+    parser.add_argument("--sweep", choices=("rest", "all", "none"), default=None,
+                        help="which sweep cells to run (default: the rest; none with --seeds)")
+    parser.add_argument("--quiet", action="store_true", help="no line per finished job")
+    args = parser.parse_args(argv)
+    out = args.out
+    if out is None and args.seeds is not None:
+        out = "lab_seeds_" + "_".join(map(str, args.seeds))
+    if out is None and args.config != "full":
+        parser.error("--out is required for a configuration other than 'full'")
+    if (args.part is None) != (args.parts is None):
+        parser.error("--part and --parts go together")
+    sweep = args.sweep or ("none" if args.seeds is not None else "rest")
+    if args.merge:
+        paths = assemble(out)
+    else:
+        paths = run_all(args.config, out, workers=args.workers, stream=None if args.quiet else sys.stdout,
+                        part=args.part, parts=args.parts, seeds=args.seeds, sweep=sweep)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    if "summary" in paths:
+        from . import claims, results
+        run = results.load_results(Path(paths["summary"]).parent)
+        print(claims.table(claims.check_all(run.seeds, config=run.config)))
+    return 0
