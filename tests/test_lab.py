@@ -1,17 +1,17 @@
-"""companion.lab: configurations, the fingerprint, the stored results, and the reduced run end to end.
+"""companion.lab: configuration, jobs, the fingerprint, the stored results, the claims, and the reduced run end to end.
 
-The end-to-end run is marked ``lab``; select it alone with ``pytest -m lab`` or skip
-it with ``pytest -m "not lab"``.
+The end-to-end runs are marked ``lab``; select them alone with ``pytest -m lab`` or skip
+them with ``pytest -m "not lab"``.
 """
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import math
 import shutil
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -19,68 +19,105 @@ import pytest
 
 import companion
 from companion import lab
-from companion.lab import experiments, fingerprint, results
-from companion.lab.models import SCHEMES
+from companion.lab import claims, config, experiments, fingerprint, results, runner
+from companion.lab.schemes import SCHEMES
 
 ROOT = Path(__file__).resolve().parent.parent
 META = {"experiment", "config_name", "config", "companion_version", "code_fingerprint", "code_sources", "corpus",
-        "python", "torch", "device", "platform"}
+        "python", "torch", "device", "machine", "development_seeds", "held_out_seeds"}
+
+
+# --- the configuration -------------------------------------------------------------------
 
 
 def test_configs_hold_every_arm_seed_and_method():
-    for name, cfg in experiments.CONFIGS.items():
-        L = cfg["context_length"]
-        arms = cfg["arms"]
-        assert {a["scheme"] for a in arms.values()} == set(SCHEMES), name
-        assert arms[f"irope_chunk{L // 4}"]["irope_chunk"] == L // 4 < L
-        assert arms[f"irope_chunk{L}"]["irope_chunk"] == L
+    for name, cfg in config.CONFIGS.items():
+        L = cfg.context_length
+        arms = cfg.arms
+        assert {a.scheme for a in arms.values()} == set(SCHEMES), name
+        assert arms[f"irope_chunk{L // 4}"].irope_chunk == L // 4 < L
+        assert arms[f"irope_chunk{L}"].irope_chunk == L
         assert "irope" not in arms       # iRoPE always with its chunked RoPE layers, as in Llama 4
-        assert cfg["eval"]["multiples"] == [1, 2, 4, 8]
-        assert set(cfg["extension"]["methods"]) == {"none", "pi", "ntk", "dynamic_ntk", "yarn", "yarn_code"}
-        assert cfg["extension"]["factor"] == 4 and len(set(cfg["extension"]["dynamic_lengths"])) > 1
-        assert len(cfg["seeds"]) >= 2 and len(cfg["lr_sweep"]["lrs"]) >= 2
-    assert len(experiments.CONFIGS["full"]["seeds"]) >= 3
-    assert experiments.CONFIGS["full"]["eval"]["tokens_per_length"] is None      # all held-out text
-    full = experiments.get_config("full")
-    assert full == experiments.CONFIGS["full"] and full is not experiments.CONFIGS["full"]
+        assert arms["p_rope"].rope_fraction == 0.25 and arms["p_rope"].scheme == "rope"
+        assert arms["sinusoidal"].embedding_std == "inverse_sqrt_d" and arms["sinusoidal_gpt2_init"].sweep_only
+        assert cfg.eval.multiples == (1, 2, 4, 8)
+        assert set(cfg.extension.methods) == {"none", "pi", "ntk", "dynamic_ntk", "yarn", "yarn_code"}
+        assert cfg.extension.factor == 4 and len(set(cfg.extension.dynamic_lengths)) > 1
+        assert len(cfg.seeds) >= 2 and len(cfg.sweep.lrs) >= 2
+        assert set(cfg.development_seeds) | set(cfg.held_out_seeds) == set(cfg.seeds)
+    full = config.get_config("full")
+    assert len(full.seeds) >= 10 and len(full.held_out_seeds) >= 5 and len(full.development_seeds) >= 5
+    assert full.eval.tokens_per_length is None      # all held-out text
+    assert full.sweep.lrs == (1e-3, 3e-3, 1e-2) and len(full.sweep.seeds) == 2
+    assert set(full.sweep.seeds) <= set(full.development_seeds)   # tuning never looks at a held-out seed
     with pytest.raises(ValueError, match="config"):
-        experiments.get_config("huge")
-    with pytest.raises(ValueError, match="config"):
-        experiments.get_config({"seeds": [0]})
+        config.get_config("huge")
+
+
+def test_configuration_round_trips_and_refuses_misspelt_keys_at_every_level():
+    full = config.get_config("full")
+    assert config.LabConfig.from_dict(json.loads(json.dumps(full.to_dict()))) == full
+    as_dict = full.to_dict()
+    for path in (("stpes",), ("train", "stpes"), ("eval", "depth_bin"), ("arms", "rope", "schem"),
+                 ("extension", "method"), ("sweep", "lr")):
+        broken = copy.deepcopy(as_dict)
+        target = broken
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = 1
+        with pytest.raises(ValueError, match=path[-1]):
+            config.LabConfig.from_dict(broken)
+    with pytest.raises(ValueError, match="stpes"):
+        full.with_changes(train={"stpes": 3})
+    with pytest.raises(ValueError, match="sed"):
+        full.with_changes(sed=3)
+    changed = full.with_changes(seeds=(3,), train={"steps": 7})
+    assert changed.train.steps == 7 and changed.train.batch_size == full.train.batch_size and changed.seeds == (3,)
+    assert full.train.steps == 1000                # frozen: the original is untouched
+    with pytest.raises(Exception):
+        full.train.steps = 3
 
 
 def test_every_arm_gets_the_same_budget_and_every_seed_every_arm():
-    cfg = experiments.get_config("full")
-    arm_jobs = [j for j in experiments.jobs(cfg) if j[0] == "arm"]
-    assert sorted((s, a) for _, s, a in arm_jobs) == sorted((s, a) for s in cfg["seeds"] for a in cfg["arms"])
-    sweep = [j for j in experiments.jobs(cfg) if j[0] == "sweep"]
-    assert len(sweep) == len(cfg["arms"]) * len(cfg["lr_sweep"]["lrs"]) * len(cfg["lr_sweep"]["seeds"])
-    # one training configuration for all arms: only the position options differ
-    assert all(set(options) <= {"scheme", "irope_chunk"} for options in cfg["arms"].values())
+    cfg = config.get_config("full")
+    todo = runner.jobs(cfg)
+    arm_jobs = [j for j in todo if j[0] == "arm"]
+    assert sorted((s, a) for _, s, a in arm_jobs) == sorted((s, a) for s in cfg.seeds for a in cfg.main_arms)
+    assert "sinusoidal_gpt2_init" not in cfg.main_arms
+    # the sweep: every arm at every rate and sweep seed, from its own job or from the arm's main job
+    sweep = {(s, a, lr) for _, s, a, lr in (j for j in todo if j[0] == "sweep")}
+    from_main = {(s, a, cfg.lr_of(a)) for s in cfg.sweep.seeds for a in cfg.main_arms}
+    assert sweep | from_main == {(s, a, lr) for s in cfg.sweep.seeds for a in cfg.arms for lr in cfg.sweep.lrs}
+    assert not sweep & from_main
+    assert not [j for j in runner.jobs(cfg, seeds=[17], sweep="none") if j[0] == "sweep"]
+    # one training configuration for all arms: only the position options (and a learning rate the sweep chose) differ
+    assert all(set(a.model_options()) <= {"scheme", "irope_chunk", "rope_fraction", "embedding_std"}
+               for a in cfg.arms.values())
 
 
 def test_chance_levels():
     chance = experiments.chance_levels("full")
-    assert chance["single_needle"] == {"random": 0.01, "copy": 1.0}
-    assert chance["multi_key"]["copy"] == 1 / experiments.CONFIGS["full"]["probes"]["multi_key"]["n_needles"]
+    assert chance["single_needle"] == {"random": 0.01, "copy": 1.0} == chance["no_literal_match"]
+    assert chance["multi_key"]["copy"] == 1 / config.get_config("full").probes.multi_key_needles == 0.25
     assert chance["variable_tracking"]["copy"] == 0.5
 
 
-def test_peak_memory_and_cpu_time_are_positive():
-    assert 10 < experiments.peak_memory_mib() < 1e6
-    assert experiments.cpu_seconds() > 0
+def test_peak_memory_and_cpu_time_are_positive_and_the_machine_is_named():
+    assert 10 < runner.peak_memory_mib() < 1e6
+    assert runner.cpu_seconds() > 0
     with pytest.raises(ValueError, match="who"):
-        experiments.peak_memory_mib("others")
+        runner.peak_memory_mib("others")
+    cpu = runner.machine()
+    assert cpu["cpu_model"] and cpu["cpu_capability"] and cpu["cpu_count"] >= 1
 
 
 def test_train_arm_is_seeded_and_rejects_unknown_arms():
-    cfg = experiments.get_config("reduced")
-    cfg["train"].update(steps=4, warmup=1)
+    cfg = config.get_config("reduced").with_changes(train={"steps": 4, "warmup": 1})
     corpus = lab.data.load_corpus()
     a, info = experiments.train_arm("nope", 1, cfg, corpus)
     b, _ = experiments.train_arm("nope", 1, cfg, corpus)
     c, _ = experiments.train_arm("nope", 2, cfg, corpus)
-    assert info["parameters"] > 0 and len(info["loss"]) == 4
+    assert info["parameters"] > 0 and len(info["loss"]) == 4 and info["lr"] == cfg.train.lr
     assert all((p == q).all() for p, q in zip(a.parameters(), b.parameters()))
     assert not all((p == q).all() for p, q in zip(a.parameters(), c.parameters()))
     with pytest.raises(ValueError, match="arm"):
@@ -97,20 +134,44 @@ def test_fingerprint_ignores_docstrings_and_comments_but_not_code():
     assert fingerprint._hash(plain) == fingerprint._hash(documented) != fingerprint._hash(other)
 
 
+def test_no_import_circle_in_the_lab():
+    """The lab's modules import each other without a circle; the fingerprint imports none of them."""
+    folder = ROOT / "companion" / "lab"
+    modules = {p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    graph = {}
+    for module in modules:
+        tree = ast.parse((folder / f"{module}.py").read_text())
+        uses = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                uses |= {node.module} if node.module else {alias.name for alias in node.names}
+        graph[module] = uses & modules
+    assert graph["fingerprint"] == set() and "fingerprint" in graph["runner"]
+    assert "runner" not in set().union(*(graph[m] for m in modules if m != "runner"))
+
+    def reaches(start, target, seen=()):
+        return any(n == target or (n not in seen and reaches(n, target, (*seen, n))) for n in graph[start])
+
+    assert not [m for m in modules if reaches(m, m)], graph
+
+
 @pytest.fixture(scope="module")
 def hashes():
-    return fingerprint.source_hashes()
+    return runner.code_hashes()
 
 
 def test_fingerprint_covers_the_math_modules_the_experiments_run(hashes):
     for name in ("companion.rope:RotaryEmbedding.forward", "companion.scaling:yarn_code",
                  "companion.scaling:yarn", "companion.relative:T5RelativeBias.forward",
-                 "companion.alibi:slopes", "companion.lab.models:chunked_causal_mask",
-                 "companion.lab.evals:bootstrap_interval", "companion.lab.data:variable_tracking",
-                 "companion.lab.train:train", "companion.lab.experiments:extension", "companion.scaling:<constants>"):
+                 "companion.alibi:slopes", "companion.lab.schemes:chunked_causal_mask",
+                 "companion.lab.stats:cluster_bootstrap", "companion.lab.data:variable_tracking",
+                 "companion.lab.data:multi_key_retrieval", "companion.lab.evals:copier_accuracy",
+                 "companion.lab.train:train", "companion.lab.experiments:extension",
+                 "companion.lab.experiments:window_intervention", "companion.scaling:<constants>"):
         assert name in hashes, name
     # code the experiments never call does not count
     assert "companion.scaling:pi_bound_ratio" not in hashes and not any(k.startswith("companion.symbolic") for k in hashes)
+    assert not any(k.startswith("companion.lab.claims") for k in hashes)
     assert fingerprint.changed(hashes, hashes) == []
     edited = {**hashes, "companion.rope:RotaryEmbedding.forward": "0" * 64}
     assert fingerprint.changed(hashes, edited) == ["companion.rope:RotaryEmbedding.forward"]
@@ -120,7 +181,7 @@ def test_stored_results_are_not_stale(hashes):
     """The book reads the stored results: they must come from today's configuration and code."""
     stored = results.load_results()
     assert stored.summary["config_name"] == "full"
-    assert stored.config == experiments.get_config("full"), (
+    assert config.LabConfig.from_dict(stored.config) == config.get_config("full"), (
         "the stored results were produced by another experiment definition: rerun `python -m companion.lab --config full`")
     changed = fingerprint.changed(stored.summary["code_sources"], hashes)
     assert not changed, ("the code the experiments execute changed since the stored run (" + ", ".join(changed)
@@ -137,18 +198,34 @@ def test_stored_results_are_package_data_and_the_only_copy():
     assert stored.folder == results.STORED and results.STORED.parent == package / "lab"
     assert not (ROOT / "lessons" / "lab_results").exists()
     files = {p.name for p in results.STORED.glob("*.json")}
-    assert files == {f"seed{s}.json" for s in stored.config["seeds"]} | {"lr_sweep.json", "summary.json"}
+    assert files == {f"seed{s}.json" for s in stored.seed_list()} | {"lr_sweep.json", "summary.json"}
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert "lab/stored/*.json" in package_data["companion"]
+    main_arms = config.get_config("full").main_arms
     for seed, record in stored.seeds.items():
         assert META <= set(record) and record["seed"] == seed
-        assert set(record["extrapolation"]) == set(stored.arms) == set(record["retrieval"])
+        assert set(record["extrapolation"]) == set(main_arms) == set(record["retrieval"])
+
+
+def test_stored_run_records_its_seeds_machine_and_cost():
+    summary = results.load_results().summary
+    full = config.get_config("full")
+    assert summary["seeds"] == list(full.seeds)
+    assert summary["development_seeds"] == list(full.development_seeds)
+    assert summary["held_out_seeds"] == list(full.held_out_seeds)
+    assert summary["machine"]["cpu_model"] and summary["machine"]["cpu_capability"]
+    assert summary["wall_seconds"] > 0 and summary["cpu_seconds"] > 0 and summary["peak_memory_mib_per_process"] > 0
+    assert summary["n_jobs"] == len(runner.jobs(full))
 
 
 def test_loader_and_spread():
     stored = results.load_results()
     values = results.per_seed(stored, "extrapolation", "rope", "perplexity", 0)
-    assert len(values) == len(stored.config["seeds"]) >= 3 and all(v > 1 for v in values)
+    assert len(values) == len(stored.seed_list()) >= 10 and all(v > 1 for v in values)
+    assert stored.development_seeds + stored.held_out_seeds == stored.seed_list()
+    assert stored.subset([0, 1]).seed_list() == [0, 1]
+    with pytest.raises(ValueError, match="seeds"):
+        stored.subset([99])
     s = results.spread([1.0, 2.0, 4.0])
     assert (s.mean, s.low, s.high) == (7 / 3, 1.0, 4.0) and s.sd == pytest.approx(math.sqrt(7 / 3))
     assert s.format(1) == "2.3 [1.0-4.0]"
@@ -182,27 +259,28 @@ def test_chapter_runs_alone_from_the_installed_package(notebook, tmp_path):
 
 @pytest.mark.lab
 def test_reduced_lab_runs_end_to_end(tmp_path):
-    """One process per seed (``--part``), then ``--merge``: the way the stored results are made."""
-    cfg = experiments.get_config("reduced")
-    for part in range(len(cfg["seeds"])):
-        paths = experiments.run_all("reduced", tmp_path, stream=None, part=part)
-        assert set(paths) == {f"seed{cfg['seeds'][part]}", f"lr_sweep_part{part}", f"summary_part{part}"}
-    assert set(experiments.merge_parts(tmp_path)) == {"lr_sweep", "summary"}
+    """Two processes started by hand (``--part``), then ``--merge``; then a re-run of one job repeats it exactly."""
+    cfg = config.get_config("reduced")
+    for part in range(2):
+        assert runner.run_all("reduced", tmp_path, stream=None, part=part, parts=2) == {"jobs": str(tmp_path / "jobs")}
+    with pytest.raises(ValueError, match="part"):
+        runner.run_all("reduced", tmp_path, stream=None, part=2, parts=2)
+    assert set(runner.assemble(tmp_path)) == {f"seed{s}" for s in cfg.seeds} | {"lr_sweep", "summary"}
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [f"seed{s}.json" for s in cfg["seeds"]] + ["lr_sweep.json", "summary.json"])
+        [f"seed{s}.json" for s in cfg.seeds] + ["lr_sweep.json", "summary.json"])
     run = results.load_results(tmp_path)
     summary = run.summary
-    assert summary["processes"] == len(cfg["seeds"]) == len(summary["part_wall_seconds"])
-    assert summary["config"] == cfg and summary["config_name"] == "reduced"
+    assert len(summary["sessions"]) == 2 and summary["config_name"] == "reduced"
+    assert config.LabConfig.from_dict(summary["config"]) == cfg
     assert summary["code_fingerprint"] == fingerprint.fingerprint(summary["code_sources"])
     assert summary["wall_seconds"] > 0 and summary["cpu_seconds"] > 0 and summary["peak_memory_mib_per_process"] > 0
-    assert summary["n_jobs"] == len(experiments.jobs(cfg))
-    L = cfg["context_length"]
+    assert summary["n_jobs"] == len(runner.jobs(cfg))
+    L = cfg.context_length
     lengths = [L, 2 * L, 4 * L, 8 * L]
     for seed, record in run.seeds.items():
         assert META <= set(record) and record["corpus"]["sha256"] == lab.data.load_corpus().sha256
         ex = record["extrapolation"]
-        assert set(ex) == set(cfg["arms"])
+        assert set(ex) == set(cfg.main_arms)
         learned = ex["learned"]
         assert learned["status"] == ["ok", "not defined", "not defined", "not defined"]
         assert learned["perplexity"][1:] == [None] * 3 and "max_positions" in learned["errors"][1]
@@ -210,16 +288,21 @@ def test_reduced_lab_runs_end_to_end(tmp_path):
             assert r["lengths"] == lengths and 1 < r["perplexity"][0] < 256, arm
             assert r["perplexity_past_L"][0] is None
             assert r["interval"][0][0] <= r["perplexity"][0] <= r["interval"][0][1]
+            assert r["blocks"] == [0, L // 2, L, 2 * L, 4 * L, 8 * L] and len(r["nll_by_file"][0]) == len(r["files"])
         for arm, by_task in record["retrieval"].items():
             for task in experiments.TASKS:
                 t = by_task[task]
-                assert t["lengths"] == lengths and len(t["accuracy"]) == 4
-                assert all(len(row) == len(cfg["eval"]["depths"]) for row in t["accuracy"])
-                assert set(t["chance"]) == {"random", "copy"}
+                assert t["lengths"] == lengths and set(t["chance"]) == {"random", "copy"}
+            assert all(len(row) == cfg.eval.depth_bins for row in by_task["single_needle"]["correct"] if row)
+            assert set(by_task["single_needle"]["straddle"]) == {str(L // 4), str(L)}
+            assert set(by_task["multi_key"]["copiers"]) == {"first", "last", "random"}
             assert (by_task["attention_beyond_L"] is None) == (arm == "learned")
+        assert set(record["window"]) == set(cfg.eval.window_arms)
+        assert record["train"]["rope"]["curve"]["steps"] == list(range(cfg.train.curve_every, cfg.train.steps + 1,
+                                                                       cfg.train.curve_every))
         ext = record["extension"]
-        assert ext["target_length"] == 4 * L and set(ext["methods"]) == set(cfg["extension"]["methods"])
-        assert ext["methods"]["dynamic_ntk"]["finetune_lengths"] == cfg["extension"]["dynamic_lengths"]
+        assert ext["target_length"] == 4 * L and set(ext["methods"]) == set(cfg.extension.methods)
+        assert ext["methods"]["dynamic_ntk"]["finetune_lengths"] == list(cfg.extension.dynamic_lengths)
         assert ext["methods"]["ntk"]["finetune_lengths"] == [4 * L]
         zero = {m: r["zero_shot"] for m, r in ext["methods"].items()}
         assert zero["dynamic_ntk"]["perplexity_at_L"] == zero["none"]["perplexity_at_L"]
@@ -228,18 +311,40 @@ def test_reduced_lab_runs_end_to_end(tmp_path):
         none, code, paper = (ext["methods"][m]["inv_freq_at_target"] for m in ("none", "yarn_code", "yarn"))
         assert code[0] == pytest.approx(none[0]) and paper[0] < none[0]
     cells = run.lr_sweep["cells"]
-    assert {(c["arm"], c["lr"]) for c in cells} == {(a, lr) for a in cfg["arms"] for lr in cfg["lr_sweep"]["lrs"]}
+    assert {(c["arm"], c["lr"], c["seed"]) for c in cells} == {
+        (a, lr, s) for a in cfg.arms for lr in cfg.sweep.lrs for s in cfg.sweep.seeds}
+    # the same job in a fresh process, alone, gives the same numbers
+    job = ("arm", 1, "irope_chunk8")
+    again = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, sys; from companion.lab import runner; "
+         f"json.dump(runner.run_job({job!r}, 'reduced')['result'], sys.stdout)"],
+        capture_output=True, text=True, check=True).stdout)
+    stored = {k: run.seeds[1][k]["irope_chunk8"] for k in ("extrapolation", "retrieval", "pair_norms")}
+    assert {k: again[k] for k in stored} == stored
+    assert again["train"]["loss"] == run.seeds[1]["train"]["irope_chunk8"]["loss"]
+
+
+@pytest.mark.lab
+def test_new_seeds_run_into_their_own_folder_and_the_claims_are_checked(tmp_path):
+    out = tmp_path / "new"
+    done = subprocess.run([sys.executable, "-m", "companion.lab", "--config", "reduced", "--seeds", "7",
+                           "--out", str(out), "--quiet"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["seed7.json", "summary.json"]
+    assert "claim" in done.stdout and "verdict" in done.stdout
+    run = results.load_results(out)
+    assert run.seed_list() == [7] and run.lr_sweep is None
 
 
 def test_command_line_refuses_to_overwrite_the_stored_results_with_another_configuration(tmp_path):
     with pytest.raises(ValueError, match="out_dir"):
-        experiments.run_all("reduced", None)
-    with pytest.raises(ValueError, match="part"):
-        experiments.run_all("reduced", tmp_path, part=5)
+        runner.run_all("reduced", None)
     with pytest.raises(ValueError, match="out_dir"):
-        experiments.merge_parts(tmp_path)
+        runner.run_all("full", None, seeds=[17])
+    with pytest.raises(ValueError, match="out_dir"):
+        runner.assemble(tmp_path)
     done = subprocess.run([sys.executable, "-m", "companion.lab", "--help"], capture_output=True, text=True)
-    assert done.returncode == 0 and "--part" in done.stdout and "--merge" in done.stdout
+    assert done.returncode == 0 and all(f in done.stdout for f in ("--part", "--parts", "--merge", "--seeds"))
     done = subprocess.run([sys.executable, "-m", "companion.lab", "--config", "reduced"], capture_output=True, text=True)
     assert done.returncode != 0 and "--out is required" in done.stderr
 

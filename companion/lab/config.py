@@ -71,7 +71,7 @@ def _plain(value):
 
 @dataclass(frozen=True)
 class Arm(_Section):
-    """One arm: a position scheme (:data:`companion.lab.schemes.SCHEMES`) and its options.
+    r"""One arm: a position scheme (:data:`companion.lab.schemes.SCHEMES`) and its options.
 
     ``irope_chunk``: iRoPE's chunk size (Llama 4's ``attention_chunk_size``);
     ``rope_fraction``: p-RoPE's share of rotating pairs (Barbero et al. 2025);
@@ -119,7 +119,7 @@ class TrainConfig(_Section):
 
     steps: int = 1000
     batch_size: int = 32
-    lr: float = 3e-3
+    lr: float = 1e-2
     warmup: int = 100
     weight_decay: float = 0.1
     curve_every: int = 50
@@ -136,7 +136,8 @@ class EvalConfig(_Section):
     ``n_examples``: single-needle examples per (length, bin); ``bootstrap``:
     resamples of the file-clustered bootstrap; ``tokens_per_length``: ``None`` for
     all held-out text; ``attention_examples``: examples per bin for the attention
-    shares at ``2L``; ``window_arms`` and ``window_examples``: the arms and examples
+    shares at ``2L``; ``boundary_examples``: examples per start of the needle moved
+    across a chunk boundary; ``window_arms`` and ``window_examples``: the arms and examples
     of the masking intervention (keys further back than ``L`` hidden);
     ``norm_windows``: windows of held-out text for the RoPE pair norms.
     """
@@ -147,6 +148,7 @@ class EvalConfig(_Section):
     bootstrap: int = 1000
     tokens_per_length: int | None = None
     attention_examples: int = 10
+    boundary_examples: int = 20
     window_arms: tuple = ("rope", "p_rope", "sinusoidal", "t5", "nope")
     window_examples: int = 40
     norm_windows: int = 32
@@ -187,7 +189,7 @@ class ExtensionConfig(_Section):
 class SweepConfig(_Section):
     """The learning-rate sweep: every arm at full size at each of ``lrs``, on ``seeds``, scored on the tuning files."""
 
-    lrs: tuple = (1e-3, 3e-3, 1e-2)
+    lrs: tuple = (3e-3, 1e-2, 3e-2)
     seeds: tuple = (0, 1)
     examples: int = 100
 
@@ -301,12 +303,12 @@ CONFIGS = {
         seeds=(0, 1), development_seeds=(0,), held_out_seeds=(1,), arms=arms_at(32), context_length=32,
         train=TrainConfig(steps=60, batch_size=8, warmup=6, curve_every=30, curve_windows=2, curve_examples=4),
         eval=EvalConfig(depth_bins=3, n_examples=4, bootstrap=50, tokens_per_length=2048, attention_examples=2,
-                        window_examples=4, norm_windows=2),
+                        boundary_examples=2, window_examples=4, norm_windows=2),
         probes=ProbeConfig(multi_key_needles=2, multi_key_examples=6, variable_tracking_hops=1,
                            variable_tracking_examples=6, no_literal_examples=2),
         extension=ExtensionConfig(finetune_steps=6, curve_steps=(3, 6), tokens_per_length=1024, examples=2,
                                   dynamic_lengths=(32, 64, 128)),
-        sweep=SweepConfig(lrs=(3e-3, 1e-2), seeds=(0,), examples=6),
+        sweep=SweepConfig(lrs=(1e-2, 3e-2), seeds=(0,), examples=6),
     ),
 }
 

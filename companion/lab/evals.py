@@ -228,9 +228,8 @@ def accuracy_grid(model, lengths, depths, n_examples: int = 100, seed: int = 0,
 
     For each ``length`` ``n`` (the number of tokens the model reads) and each
     ``depth`` in ``[0, 1]``, ``make_task(n_examples, n + 1, depth=depth, seed=...,
-    **options)`` builds the examples (default :func:`companion.lab.data.retrieval`;
-    :func:`companion.lab.data.multi_key_retrieval` works the same) and
-    :func:`answer_accuracy` scores them. The seed depends on ``seed`` and the length
+    **options)`` builds the examples (default :func:`companion.lab.data.retrieval`,
+    whose ``n_needles`` adds distractors) and :func:`answer_accuracy` scores them. The seed depends on ``seed`` and the length
     only, so every depth of a length shares its haystacks and keys. Returns one dict
     per pair: ``length``, ``depth``, ``accuracy`` (``None``
     when the length is not defined for the model), ``defined``, ``error``,

@@ -12,7 +12,8 @@ budget (:func:`train_arm`), then:
 2. **Retrieval, RULER-style** (Hsieh et al. 2024; Liu et al. 2024;
    :func:`retrieval`): the single needle the models are trained on, by length and
    depth bin (the needle jittered inside its bin, with the needles that straddle an
-   iRoPE chunk boundary counted apart); multi-key retrieval with fixed slots;
+   iRoPE chunk boundary counted apart, and a needle moved token by token across a
+   chunk boundary); multi-key retrieval with fixed slots;
    variable tracking; retrieval with no literal match between question and needle;
    beside each, the key-blind copiers measured on the same examples. Also the share
    of the answer's attention on keys ``L`` or more back at ``2L``.
@@ -63,7 +64,7 @@ __all__ = ["TASKS", "chance_levels", "train_arm", "tuning_scores", "extrapolatio
 TASKS = ("single_needle", "multi_key", "variable_tracking", "no_literal_match")
 
 _SEEDS = {"single_needle": 11, "multi_key": 12, "variable_tracking": 13, "no_literal_match": 14, "attention": 17,
-          "window": 19, "curve": 23, "tuning": 29, "extension": 7}
+          "boundary": 18, "window": 19, "curve": 23, "tuning": 29, "extension": 7}
 
 
 def _task_seed(seed: int, what: str) -> int:
@@ -223,10 +224,39 @@ def retrieval(model, config="reduced", seed: int = 0) -> dict:
         rows = evals.depth_bin_grid(model, cfg.lengths, ev.depth_bins, n_examples, seed=_task_seed(seed, task),
                                     make_task=make, chunks=(L // 4, L), **options)
         out[task] = _bin_record(rows, cfg.lengths, ev.depth_bins, n_examples, chance[task], (L // 4, L))
+    out["boundary"] = chunk_boundary(model, cfg, seed)
     out["multi_key"] = _multi_key(model, cfg, seed, chance["multi_key"])
     out["variable_tracking"] = _variable_tracking(model, cfg, seed, chance["variable_tracking"])
     out["attention_beyond_L"] = attention_shares(model, cfg, seed)
     return out
+
+
+def chunk_boundary(model, config="reduced", seed: int = 0) -> dict | None:
+    r"""Single-needle accuracy at ``4L`` with the needle moved one token at a time across position ``2L``.
+
+    ``2L`` is a multiple of both iRoPE chunk sizes (``L/4`` and ``L``). The needle
+    (``m = 6`` tokens) starts at ``2L - 8, ..., 2L + 2``; it is split by the boundary
+    for the starts ``2L - 5 .. 2L - 1``. A RoPE layer confined to chunks sees the
+    split needle in two pieces, and a model that never met a chunk boundary in
+    training (chunks of ``L``) may not join them; every other arm is the control.
+    ``eval.boundary_examples`` examples per start. ``None`` for a model that cannot
+    read ``4L``.
+    """
+    cfg = get_config(config)
+    L, n = cfg.context_length, 4 * cfg.context_length
+    boundary = 2 * L
+    starts = list(range(boundary - 8, boundary + 3))
+    correct = []
+    for offset, start in enumerate(starts):
+        count = cfg.eval.boundary_examples
+        task = data.retrieval(count, n + 1, depth=start / (n - 11), seed=_task_seed(seed, "boundary") * 1009 + offset,
+                              n_needles=cfg.task_needles)
+        try:
+            correct.append(int(evals.answer_correct(model, task).sum()))
+        except IndexError:
+            return None
+    return {"length": n, "boundary": boundary, "starts": starts, "split": [boundary - 6 < s < boundary for s in starts],
+            "correct": correct, "n_examples": cfg.eval.boundary_examples}
 
 
 def _bin_record(rows, lengths, n_bins, n_examples, chance, chunks) -> dict:
@@ -326,7 +356,8 @@ def window_intervention(model, corpus: data.Corpus, config="reduced", seed: int 
     **Near needles**: at each length ``n > L``, ``eval.window_examples`` needles
     placed so that the whole needle lies within the last ``L`` tokens before the
     query (the answer is in the window; only the far keys change). **Late text**:
-    the perplexity of the positions ``>= L`` at ``8L``, and of whole windows. If the
+    the perplexity of the positions ``>= L`` at ``8L``, and of whole windows, with the
+    window (the same text without it is :func:`extrapolation`'s). If the
     keys at distances never met in training are what break a model, hiding them
     brings both back to the level at ``L``; if the positions themselves are the
     problem (absolute schemes), it does not. ``None`` for a model that cannot read
@@ -336,7 +367,7 @@ def window_intervention(model, corpus: data.Corpus, config="reduced", seed: int 
     L, ev = cfg.context_length, cfg.eval
     lengths = cfg.lengths[1:]
     record = {"window": L, "lengths": lengths, "n_examples": ev.window_examples,
-              "near_needle": {"full": [], "window": []}, "perplexity_past_L": {}, "perplexity": {}}
+              "near_needle": {"full": [], "window": []}}
     for n in lengths:
         # the needle starts at round(depth (n - 11)); from depth (n - L + 2)/(n - 11) on it lies within
         # the last L - 2 tokens before the position that predicts the first answer digit
@@ -352,12 +383,10 @@ def window_intervention(model, corpus: data.Corpus, config="reduced", seed: int 
             except IndexError:
                 model.set_key_window(None)
                 return None
-    for name, w in (("full", None), ("window", L)):
-        model.set_key_window(w)
-        row = evals.perplexity_by_length(model, corpus.validation, [lengths[-1]], ev.tokens_per_length, past=L)[0]
-        record["perplexity_past_L"][name] = _round(row["perplexity_past"])
-        record["perplexity"][name] = _round(row["perplexity"])
+    model.set_key_window(L)
+    row = evals.perplexity_by_length(model, corpus.validation, [lengths[-1]], ev.tokens_per_length, past=L)[0]
     model.set_key_window(None)
+    record["perplexity_past_L"], record["perplexity"] = _round(row["perplexity_past"]), _round(row["perplexity"])
     return record
 
 

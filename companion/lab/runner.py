@@ -261,7 +261,7 @@ def trace_config() -> LabConfig:
         seeds=(0,), development_seeds=(0,), held_out_seeds=(),
         train={"steps": 2, "warmup": 1, "curve_every": 1},
         eval={"n_examples": 2, "bootstrap": 10, "tokens_per_length": 256, "attention_examples": 1,
-              "window_examples": 1, "norm_windows": 1},
+              "boundary_examples": 1, "window_examples": 1, "norm_windows": 1},
         probes={"multi_key_examples": 2, "variable_tracking_examples": 2, "no_literal_examples": 1},
         extension={"finetune_steps": 2, "curve_steps": (1, 2), "tokens_per_length": 256, "examples": 1},
         sweep={"lrs": (1e-3,), "seeds": (0,), "examples": 2})

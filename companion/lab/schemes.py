@@ -37,6 +37,7 @@ slowest pairs get frequency 0, as in the authors' ``apply_p_rope``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -46,7 +47,7 @@ from torch import nn
 from .. import _checks, absolute, alibi, nope, relative, rope, scaling
 
 __all__ = ["SCHEMES", "ROPE_SCHEMES", "Scheme", "NoPEScheme", "LearnedScheme", "SinusoidalScheme", "ShawScheme", "T5Scheme",
-           "RotaryScheme", "ALiBiScheme", "IRopeScheme", "make_scheme", "chunked_causal_mask", "p_rope_frequencies"]
+           "RotaryScheme", "ALiBiScheme", "IRopeScheme", "PartialFrequencies", "make_scheme", "chunked_causal_mask", "p_rope_frequencies"]
 
 #: Every position scheme, in the order the book meets them.
 SCHEMES = ("learned", "sinusoidal", "shaw", "t5", "rope", "alibi", "nope", "irope")
@@ -230,8 +231,12 @@ class RotaryScheme(Scheme):
         self._dynamic_cache = {}
         return dict(setting)
 
-    def frequencies(self, setting: dict, current_length: int | None) -> scaling.Frequencies:
-        """The :class:`companion.scaling.Frequencies` of ``setting`` at input length ``current_length``."""
+    def frequencies(self, setting: dict, current_length: int | None):
+        """The frequencies of ``setting`` at input length ``current_length``.
+
+        A :class:`companion.scaling.Frequencies`, or for p-RoPE a
+        :class:`PartialFrequencies` (the same fields, with the unrotated pairs at 0).
+        """
         options = {"s": setting["s"], "L": self.context_length, "base": self.base,
                    **{k: v for k, v in setting.items() if k not in ("method", "s")}}
         if setting["method"] == "dynamic_ntk" and current_length is not None:
@@ -239,7 +244,7 @@ class RotaryScheme(Scheme):
         freqs = scaling.frequencies(setting["method"], self.d_head, **options)
         if self.fraction is None:
             return freqs
-        return scaling.Frequencies(freqs.inv_freq * self._rotating(), freqs.attention_factor)
+        return PartialFrequencies(freqs.inv_freq * self._rotating(), freqs.attention_factor)
 
     def _trained_frequencies(self) -> np.ndarray:
         theta = rope.inv_freq(self.d_head, self.base)
@@ -278,6 +283,14 @@ class IRopeScheme(RotaryScheme):
         if self.chunk is None or self.layer_kinds[layer] != "rope":
             return None
         return chunked_causal_mask(n, self.chunk, device)
+
+
+@dataclass(frozen=True)
+class PartialFrequencies:
+    """p-RoPE's frequencies: ``inv_freq`` with zeros for the unrotated pairs, and the attention factor."""
+
+    inv_freq: np.ndarray
+    attention_factor: float = 1.0
 
 
 _CLASSES = {"learned": LearnedScheme, "sinusoidal": SinusoidalScheme, "shaw": ShawScheme, "t5": T5Scheme,
