@@ -11,6 +11,10 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.scaling` -- context extension for RoPE (chapter 6)
 - :mod:`companion.configs` -- what a checkpoint's ``config.json`` makes the library run (chapter 10)
 - :mod:`companion.precision` -- RoPE angles, tables and scores in float32, bfloat16 and float16 (chapter 10)
+- :mod:`companion.mrope` -- RoPE over several position axes: M-RoPE and 2-D RoPE (chapter 11)
+- :mod:`companion.layers` -- position settings per layer: local/global, RoPE/NoPE, chunks, QK-norm (chapter 11)
+- :mod:`companion.sinks` -- attention sinks: StreamingLLM's cache and gpt-oss's learned sink (chapter 11)
+- :mod:`companion.remap` -- ReRoPE, Leaky ReRoPE and Dual Chunk Attention (chapter 11)
 - :mod:`companion.symbolic` -- SymPy building blocks for the proofs
 - :mod:`companion.checks` -- checks of exercise answers that say what was expected
 - :mod:`companion.exercises` -- typical wrong answers to exercises, which the checks name
@@ -21,11 +25,12 @@ The lab of chapter 9 is the subpackage :mod:`companion.lab` (tiny models trained
 every scheme, their data, training, evaluations and experiments, and the stored
 results the chapters read); import it with ``from companion import lab``.
 """
-from . import absolute, alibi, attention, checks, configs, exercises, nope, precision, relative, rope, scaling, symbolic
+from . import (absolute, alibi, attention, checks, configs, exercises, layers, mrope, nope, precision, relative, remap,
+               rope, scaling, sinks, symbolic)
 
 __version__ = "0.2.0"
 
 __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic", "checks", "exercises",
-    "configs", "precision",
+    "configs", "precision", "mrope", "layers", "sinks", "remap",
 ]

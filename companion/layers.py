@@ -1,0 +1,247 @@
+r"""Position settings per layer: which layers rotate, with which base, over which span.
+
+Models of 2024-2026 do not give every layer the same position scheme. A layer's
+settings are a :class:`LayerPlan`: whether it applies RoPE (``rope``), with which
+base and linear factor, whether its queries see every earlier key or only a
+*sliding window* of the last ``window`` keys or their own *chunk* of ``chunk``
+tokens, whether queries and keys are RMS-normalised (QK-norm), and whether its
+queries get Llama 4's inference-time temperature. The plans of published designs:
+
+* **Gemma 2** (Gemma Team 2024, arXiv:2408.00118): local sliding-window layers (4,096)
+  and global layers alternate, every layer with RoPE base 10,000 (:func:`gemma2`).
+* **Gemma 3** (Gemma Team 2025, arXiv:2503.19786): five local layers (window 1,024,
+  base 10,000) for every global one (base 1,000,000, positions interpolated by 8 for
+  128K) (:func:`gemma3`; Transformers' ``Gemma3RotaryEmbedding`` keeps one frequency
+  vector per layer type).
+* **gpt-oss** (OpenAI 2025, arXiv:2508.10925): banded layers (window 128) and dense
+  layers alternate, the same YaRN RoPE in both, plus an attention sink per head
+  (:mod:`companion.sinks`) (:func:`gpt_oss`).
+* **Llama 4** (Meta 2025, "iRoPE"): every fourth layer has no RoPE and attends to the
+  whole context with the temperature :func:`companion.nope.attention_temperature`; the
+  other three rotate, attend within chunks of 8,192 tokens and RMS-normalise ``q`` and
+  ``k`` (Meta's ``llama-models``, ``models/llama4/model.py``; Transformers'
+  ``Llama4TextConfig``: ``no_rope_layers``, ``attention_chunk_size``, ``use_qk_norm``,
+  ``floor_scale``, ``attn_scale``) (:func:`llama4`).
+* **SmolLM3** (Hugging Face 2025): RoPE in three of every four layers, none in the
+  fourth, every layer global (:func:`smollm3`; Transformers' ``SmolLM3Config.no_rope_layers``).
+* **RNoPE-SWA** (Yang et al. 2025, "Rope to Nope and Back Again: A New Hybrid Attention
+  Strategy", arXiv:2501.18795): RoPE only in sliding-window layers, global layers
+  without positions (:func:`rnope_swa`; Transformers' ``Cohere2Attention`` rotates
+  only when the layer has a sliding window).
+
+Numbers are numpy float64; masks are boolean, ``True`` where a query may attend.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _checks
+from . import nope as _nope
+from . import scaling as _scaling
+from .attention import causal_mask as _causal_mask
+
+__all__ = [
+    "LayerPlan",
+    "gemma2",
+    "gemma3",
+    "gpt_oss",
+    "llama4",
+    "smollm3",
+    "rnope_swa",
+    "sliding_window_mask",
+    "chunked_mask",
+    "layer_mask",
+    "reach",
+    "longest_rotated_distance",
+    "cached_keys",
+    "layer_frequencies",
+    "qk_rms_norm",
+]
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """The position settings of one attention layer.
+
+    ``rope``: whether ``q`` and ``k`` are rotated; ``base`` and ``factor``: the RoPE base
+    and the linear interpolation factor (``theta_i / factor``); ``window``: a query sees
+    its last ``window`` keys (itself included), ``None`` for all; ``chunk``: a query
+    sees only the keys of its own block of ``chunk`` tokens, ``None`` for no chunks;
+    ``qk_norm``: ``q`` and ``k`` RMS-normalised per head; ``temperature``: queries
+    scaled by Llama 4's :func:`companion.nope.attention_temperature`.
+    """
+
+    rope: bool
+    base: float | None = None
+    factor: float = 1.0
+    window: int | None = None
+    chunk: int | None = None
+    qk_norm: bool = False
+    temperature: bool = False
+
+
+def gemma2(n_layers: int, window: int = 4096, base: float = 10_000.0) -> list[LayerPlan]:
+    r"""Gemma 2: local (sliding-window) and global layers alternate, the local one first; one base for all.
+
+    Layer ``l`` is local when ``(l + 1) mod 2 != 0`` (Transformers' ``Gemma2Config.layer_types``).
+    """
+    n_layers = _layer_count(n_layers)
+    return [LayerPlan(rope=True, base=base, window=window if (layer + 1) % 2 else None)
+            for layer in range(n_layers)]
+
+
+def gemma3(n_layers: int, every: int = 6, window: int = 1024, local_base: float = 10_000.0,
+           global_base: float = 1_000_000.0, global_factor: float = 8.0) -> list[LayerPlan]:
+    r"""Gemma 3: ``every - 1`` local layers (window, ``local_base``) then one global layer (``global_base``, ``/ global_factor``).
+
+    Layer ``l`` is global when ``(l + 1) mod every = 0`` (Transformers'
+    ``Gemma3TextConfig``, ``sliding_window_pattern = 6``). Local layers keep base 10,000
+    and no scaling; global layers use base 10^6 with linear factor 8 (Gemma Team 2025).
+    """
+    n_layers = _layer_count(n_layers)
+    every = _checks.size("every", every, minimum=2)
+    return [LayerPlan(rope=True, base=global_base, factor=global_factor) if (layer + 1) % every == 0
+            else LayerPlan(rope=True, base=local_base, window=window) for layer in range(n_layers)]
+
+
+def gpt_oss(n_layers: int, window: int = 128, base: float = 150_000.0) -> list[LayerPlan]:
+    r"""gpt-oss: banded (sliding window 128) and dense layers alternate, the banded one first.
+
+    OpenAI's reference code: ``sliding_window if layer_idx % 2 == 0 else 0``. Every layer
+    uses the same YaRN frequencies (``companion.configs``), which this plan does not
+    repeat: ``base`` is the unscaled base.
+    """
+    n_layers = _layer_count(n_layers)
+    return [LayerPlan(rope=True, base=base, window=window if layer % 2 == 0 else None)
+            for layer in range(n_layers)]
+
+
+def llama4(n_layers: int, nope_every: int = 4, chunk: int = 8192, base: float = 500_000.0,
+           qk_norm: bool = True) -> list[LayerPlan]:
+    r"""Llama 4's iRoPE: RoPE layers attend in chunks with QK-norm; every ``nope_every``-th layer has neither.
+
+    The layer pattern is :func:`companion.nope.irope_layer_pattern`; NoPE layers are
+    global and carry the temperature; RoPE layers carry ``chunk`` and, if ``qk_norm``,
+    RMS-normalise ``q`` and ``k`` after the rotation (``use_qk_norm and not
+    is_nope_layer`` in Meta's code; the 128-expert Maverick has ``use_qk_norm`` false).
+    """
+    pattern = _nope.irope_layer_pattern(_layer_count(n_layers), nope_every)
+    return [LayerPlan(rope=False, temperature=True) if kind == "nope"
+            else LayerPlan(rope=True, base=base, chunk=chunk, qk_norm=qk_norm) for kind in pattern]
+
+
+def smollm3(n_layers: int, nope_every: int = 4, base: float = 5_000_000.0) -> list[LayerPlan]:
+    r"""SmolLM3: layer ``l`` has no RoPE when ``(l + 1) mod nope_every = 0``; every layer attends globally.
+
+    Transformers' ``SmolLM3Config``: ``no_rope_layers[l] = int((l + 1) % no_rope_layer_interval != 0)``
+    (1 means *with* RoPE, despite the name).
+    """
+    pattern = _nope.irope_layer_pattern(_layer_count(n_layers), nope_every)
+    return [LayerPlan(rope=kind == "rope", base=base if kind == "rope" else None) for kind in pattern]
+
+
+def rnope_swa(n_layers: int, every: int = 4, window: int = 4096, base: float = 10_000.0) -> list[LayerPlan]:
+    r"""RNoPE-SWA: sliding-window layers with RoPE, and every ``every``-th layer global without positions.
+
+    Yang et al. (2025); the pattern of Transformers' ``Cohere2Config`` (``sliding_window_pattern
+    = 4``, window 4,096; ``Cohere2Attention`` applies RoPE only in sliding layers).
+    """
+    n_layers = _layer_count(n_layers)
+    every = _checks.size("every", every, minimum=2)
+    return [LayerPlan(rope=False) if (layer + 1) % every == 0 else LayerPlan(rope=True, base=base, window=window)
+            for layer in range(n_layers)]
+
+
+def sliding_window_mask(n: int, window: int) -> np.ndarray:
+    r"""Causal sliding window: query ``m`` sees keys ``j`` with ``m - window < j <= m`` (``window`` keys).
+
+    Transformers' ``sliding_window_overlay`` (``kv_idx > q_idx - sliding_window``) and
+    OpenAI's gpt-oss ``sdpa`` (``tril(..., diagonal=-sliding_window)`` masked). Shape ``(n, n)``.
+    """
+    window = _checks.size("window", window)
+    m = np.arange(_checks.size("n", n))
+    # causal and m - j < window
+    return _causal_mask(len(m)) & (m[:, None] - m[None, :] < window)
+
+
+def chunked_mask(n: int, chunk: int) -> np.ndarray:
+    r"""Causal chunked attention: query ``m`` sees keys ``j <= m`` with ``floor(j / chunk) = floor(m / chunk)``.
+
+    Meta's ``create_chunked_attention_mask`` and Transformers' ``chunked_overlay``. The
+    first query of a chunk sees only itself. Shape ``(n, n)``.
+    """
+    chunk = _checks.size("chunk", chunk)
+    m = np.arange(_checks.size("n", n))
+    # causal and in the same block of `chunk` tokens
+    return _causal_mask(len(m)) & (m[:, None] // chunk == m[None, :] // chunk)
+
+
+def layer_mask(plan: LayerPlan, n: int) -> np.ndarray:
+    r"""The attention mask of one layer for ``n`` tokens: causal, cut by its window or chunk."""
+    if plan.window is not None:
+        return sliding_window_mask(n, plan.window)
+    if plan.chunk is not None:
+        return chunked_mask(n, plan.chunk)
+    return _causal_mask(_checks.size("n", n))
+
+
+def reach(plan: LayerPlan, n: int) -> int:
+    r"""The longest distance ``m - j`` any query of an ``n``-token input sees in this layer.
+
+    ``n - 1`` for a global layer, ``min(n, window) - 1`` for a sliding window and
+    ``min(n, chunk) - 1`` for chunks.
+    """
+    n = _checks.size("n", n)
+    span = min(s for s in (n, plan.window, plan.chunk) if s is not None)
+    # the farthest visible key is span - 1 tokens back
+    return span - 1
+
+
+def longest_rotated_distance(plans, n: int) -> int:
+    r"""The longest distance that any RoPE layer of a stack rotates by on an ``n``-token input.
+
+    ``max`` of :func:`reach` over the layers with ``rope``; 0 for a stack without RoPE.
+    The distances a model can meet beyond its training length matter only where they
+    are rotated: a NoPE layer has no angle to extrapolate.
+    """
+    rotating = [reach(plan, n) for plan in plans if plan.rope]
+    return max(rotating, default=0)
+
+
+def cached_keys(plans, n: int) -> int:
+    r"""Keys a stack must keep per head to generate after ``n`` tokens: ``sum_l min(n, span_l)``.
+
+    ``span_l`` is the layer's window or chunk (``n`` for a global layer): a sliding
+    window needs only its last ``window`` keys, a chunked layer only the keys of the
+    current chunk. Divide by ``n * len(plans)`` for the fraction of a full cache.
+    """
+    n = _checks.size("n", n)
+    # a layer holds min(n, window or chunk) keys
+    return sum(reach(plan, n) + 1 for plan in plans)
+
+
+def layer_frequencies(plan: LayerPlan, d: int) -> np.ndarray | None:
+    r"""The RoPE frequencies of a layer, ``theta_i = base^(-2i/d) / factor``, or ``None`` for a NoPE layer."""
+    if not plan.rope:
+        return None
+    # position interpolation by `factor` of base^(-2i/d)
+    return _scaling.position_interpolation(d, plan.factor, base=plan.base).inv_freq
+
+
+def qk_rms_norm(x, eps: float = 1e-5) -> np.ndarray:
+    r"""QK-norm as Llama 4 applies it: ``x / sqrt(mean(x^2) + eps)`` over each head's ``d`` components.
+
+    No learned weight (Transformers' ``Llama4TextL2Norm``; Meta's ``l2_norm``). A rotation
+    keeps the norm of every pair, so normalising before or after RoPE gives the same
+    vector. ``x``: ``(..., d)``.
+    """
+    x = _checks.array("x", x, ndim_at_least=1)
+    eps = _checks.at_least("eps", eps, 0.0)
+    # x / sqrt(mean_j x_j^2 + eps)
+    return x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
+
+
+def _layer_count(n_layers) -> int:
+    return _checks.size("n_layers", n_layers, maximum=2**20)

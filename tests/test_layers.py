@@ -1,0 +1,80 @@
+"""companion.layers: per-layer position plans, their masks and their reach."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from companion import layers, nope, rope
+
+
+def test_plans_of_the_published_designs():
+    assert [p.rope for p in layers.llama4(8)] == [True, True, True, False] * 2
+    assert [p.rope for p in layers.smollm3(36)].count(False) == 9
+    g3 = layers.gemma3(62)
+    assert sum(p.window is None for p in g3) == 10 and g3[5].base == 1e6 and g3[5].factor == 8.0
+    assert [p.window for p in layers.gemma2(4)] == [4096, None, 4096, None]
+    assert [p.window for p in layers.gpt_oss(4)] == [128, None, 128, None]
+    assert [p.rope for p in layers.rnope_swa(8)] == [True, True, True, False] * 2
+    assert all(p.qk_norm and p.chunk == 8192 for p in layers.llama4(8) if p.rope)
+    assert all(p.temperature and not p.qk_norm and p.chunk is None for p in layers.llama4(8) if not p.rope)
+
+
+def test_masks_and_reach():
+    np.testing.assert_array_equal(layers.chunked_mask(7, 3)[3], [False, False, False, True, False, False, False])
+    assert layers.sliding_window_mask(9, 3).sum(axis=1).tolist() == [1, 2, 3, 3, 3, 3, 3, 3, 3]
+    assert layers.reach(layers.LayerPlan(rope=True, window=128), 10_000) == 127
+    assert layers.reach(layers.LayerPlan(rope=True, chunk=8192), 100) == 99
+    assert layers.reach(layers.LayerPlan(rope=False), 100) == 99
+    for plan in (layers.LayerPlan(rope=True, window=5), layers.LayerPlan(rope=True, chunk=4), layers.LayerPlan(rope=True)):
+        mask = layers.layer_mask(plan, 23)
+        i, j = np.nonzero(mask)
+        assert (i - j).max() == layers.reach(plan, 23)
+
+
+def test_longest_rotated_distance_of_whole_stacks():
+    assert layers.longest_rotated_distance(layers.llama4(48), 10_485_760) == 8191
+    assert layers.longest_rotated_distance(layers.smollm3(36), 131_072) == 131_071
+    assert layers.longest_rotated_distance(layers.rnope_swa(8), 256_000) == 4095
+    assert layers.longest_rotated_distance(layers.gemma3(62), 131_072) == 131_071
+    assert layers.longest_rotated_distance([layers.LayerPlan(rope=False)], 10) == 0
+
+
+def test_cached_keys():
+    n = 131_072
+    assert layers.cached_keys(layers.gemma3(6), n) == 5 * 1024 + n
+    assert layers.cached_keys(layers.gpt_oss(2), n) == 128 + n
+    assert layers.cached_keys(layers.llama4(4), 10) == 4 * 10
+    assert layers.cached_keys(layers.smollm3(36), n) == 36 * n
+
+
+def test_layer_frequencies():
+    assert layers.layer_frequencies(layers.LayerPlan(rope=False), 64) is None
+    np.testing.assert_allclose(layers.layer_frequencies(layers.gemma3(6)[5], 64), rope.inv_freq(64, 1e6) / 8)
+    np.testing.assert_allclose(layers.layer_frequencies(layers.gemma3(6)[0], 64), rope.inv_freq(64, 1e4))
+
+
+def test_qk_norm_commutes_with_the_rotation():
+    rng = np.random.default_rng(2)
+    x, theta = rng.normal(size=(9, 32)) * 3, rope.inv_freq(32)
+    for layout in ("adjacent", "split"):
+        a = layers.qk_rms_norm(rope.rotate(x, np.arange(9), theta, layout))
+        b = rope.rotate(layers.qk_rms_norm(x), np.arange(9), theta, layout)
+        np.testing.assert_allclose(a, b, atol=1e-12)
+    np.testing.assert_allclose(np.mean(layers.qk_rms_norm(x, eps=0.0) ** 2, axis=-1), 1.0)
+
+
+def test_llama4_pattern_is_chapter_fives():
+    assert [("rope" if p.rope else "nope") for p in layers.llama4(12)] == nope.irope_layer_pattern(12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: layers.llama4(0),
+    lambda: layers.gemma3(6, every=1),
+    lambda: layers.sliding_window_mask(5, 0),
+    lambda: layers.chunked_mask(0, 3),
+    lambda: layers.qk_rms_norm([1.0, np.nan]),
+    lambda: layers.qk_rms_norm([1.0, 2.0], eps=-1.0),
+])
+def test_bad_arguments_are_refused_by_name(call):
+    with pytest.raises(ValueError, match="must"):
+        call()
