@@ -109,14 +109,17 @@ def _job_name(job) -> str:
 # ---------------------------------------------------------------------------
 
 def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout, part: int | None = None,
-            parts: int | None = None, seeds=None, sweep: str = "rest") -> dict:
-    """Run the jobs not yet done in ``out_dir``, then (unless a part) :func:`assemble` the files.
+            parts: int | None = None, seeds=None, sweep: str = "rest", only_seeds=None) -> dict:
+    """Run the jobs not yet done in ``out_dir``, then, once every job is done, :func:`assemble` the files.
 
     ``out_dir=None`` means the package's stored results (:data:`companion.lab.results.STORED`)
     and is allowed only for ``config="full"`` at its own seeds. ``part=i`` of
     ``parts=P`` runs every ``P``-th job from the ``i``-th in this process and
-    leaves the assembling to :func:`assemble` (``--merge``). Returns ``{name: path}``
-    of the files written (the job files for a part).
+    leaves the assembling to :func:`assemble` (``--merge``). ``only_seeds`` runs
+    only the jobs of those seeds now, the run staying the whole run: the stored run
+    was made in two stages, the development seeds (with the sweep) first and the
+    held-out seeds after the claims were frozen. Returns ``{name: path}`` of the
+    files written (the job folder while jobs remain).
     """
     from . import results as stored_results
 
@@ -131,13 +134,18 @@ def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout,
     folder.mkdir(parents=True, exist_ok=True)
     workers = _checks.positive_int("workers", workers)
     todo = jobs(cfg, seeds, sweep)
+    if only_seeds is not None:
+        todo = [j for j in todo if j[1] in set(only_seeds)]
     if parts is not None:
         parts = _checks.positive_int("parts", parts)
         part = _checks.one_of("part", part, tuple(range(parts)))
         todo = todo[part::parts]
         workers = 1
-    _write(folder / "run.json", {"config_name": name, "config": cfg.to_dict(),
-                                 "seeds": list(cfg.seeds if seeds is None else seeds), "sweep": sweep})
+    definition = {"config_name": name, "config": cfg.to_dict(), "seeds": list(cfg.seeds if seeds is None else seeds),
+                  "sweep": sweep}
+    if (folder / "run.json").is_file() and json.loads((folder / "run.json").read_text()) != definition:
+        raise ValueError(f"out_dir holds the unfinished jobs of another run in {folder}; finish or remove them")
+    _write(folder / "run.json", definition)
     todo = [j for j in todo if not (folder / f"{_job_name(j)}.json").is_file()]
     session = {"started": time.time(), "load_average_before": [round(v, 2) for v in os.getloadavg()],
                "workers": workers, "jobs": len(todo)}
@@ -159,7 +167,8 @@ def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout,
                 finished(done.result())
     session.update(ended=time.time(), load_average_after=[round(v, 2) for v in os.getloadavg()])
     _write(folder / f"session-{os.getpid()}-{int(session['started'])}.json", session)
-    if parts is not None:
+    missing = [j for j in jobs(cfg, definition["seeds"], sweep) if not (folder / f"{_job_name(j)}.json").is_file()]
+    if parts is not None or missing:
         return {"jobs": str(folder)}
     return assemble(out)
 
@@ -312,6 +321,8 @@ def main(argv=None) -> int:
     parser.add_argument("--part", type=int, default=None, help="run only every P-th job from the I-th (with --parts)")
     parser.add_argument("--parts", type=int, default=None, help="the number of parts run by hand")
     parser.add_argument("--merge", action="store_true", help="write the result files from the finished jobs")
+    parser.add_argument("--only-seeds", type=int, nargs="+", default=None,
+                        help="run only these seeds' jobs now (the run is written once every job is done)")
     parser.add_argument("--sweep", choices=("rest", "all", "none"), default=None,
                         help="which sweep cells to run (default: the rest; none with --seeds)")
     parser.add_argument("--quiet", action="store_true", help="no line per finished job")
@@ -328,7 +339,7 @@ def main(argv=None) -> int:
         paths = assemble(out)
     else:
         paths = run_all(args.config, out, workers=args.workers, stream=None if args.quiet else sys.stdout,
-                        part=args.part, parts=args.parts, seeds=args.seeds, sweep=sweep)
+                        part=args.part, parts=args.parts, seeds=args.seeds, sweep=sweep, only_seeds=args.only_seeds)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     if "summary" in paths:
         from . import claims, results
