@@ -359,3 +359,95 @@ def test_no_markdown_cell_opens_a_bare_code_fence(notebook):
         if cell["cell_type"] == "markdown":
             bare = [t for t in parser.parse("".join(cell["source"])) if t.type == "fence" and not t.info.strip()]
             assert not bare, f"cell {index} of {notebook} opens a fence without a language: {bare[0].content[:60]!r}"
+
+
+# --- the claims ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stored():
+    return results.load_results()
+
+
+def test_every_claim_holds_on_every_stored_seed(stored):
+    verdicts = claims.check_all(stored.seeds, stored.lr_sweep)
+    assert {v.name for v in verdicts} == set(claims.CLAIMS) | set(claims.SWEEP_CLAIMS)
+    failing = [v for v in verdicts if not v.holds]
+    assert not failing, claims.table(failing)
+    for v in verdicts:
+        assert v.statement and v.evidence and (v.seeds == tuple(stored.seed_list()) or v.name in claims.SWEEP_CLAIMS)
+
+
+def test_the_held_out_run_is_on_record(stored):
+    history = stored.summary["claims_history"]
+    assert history == json.loads(json.dumps(claims.HISTORY))
+    assert history["held_out_seeds"] == stored.held_out_seeds == list(config.get_config("full").held_out_seeds)
+    assert len(history["frozen_commit"]) == 40 and int(history["frozen_commit"], 16) >= 0
+    frozen = history["held_out_at_freeze"]
+    assert frozen and all(set(v) == {"holds", "statement", "evidence"} for v in frozen.values())
+    # every claim that failed on the held-out seeds as frozen was restated, and says how
+    assert {n for n, v in frozen.items() if not v["holds"]} <= set(history["revisions"])
+    assert all(len(why) > 40 for why in history["revisions"].values())
+
+
+def test_claims_take_any_set_of_seeds(stored):
+    one = claims.check_all(stored.subset([stored.held_out_seeds[-1]]).seeds)
+    assert all(v.seeds in ((), (stored.held_out_seeds[-1],)) for v in one)
+    both = claims.breaking_arms(stored.subset(stored.development_seeds).seeds)
+    assert both.seeds == tuple(stored.development_seeds)
+    # a record without an experiment is reported as not decidable, not as a pass
+    bare = {0: {"extrapolation": {}, "retrieval": {}}}
+    assert all(v.holds is None for v in claims.check_all(bare))
+
+
+def _scale_late(record, arm, factor):
+    """Multiply the arm's late perplexity (positions >= L) at every length by ``factor``."""
+    ex = record["extrapolation"][arm]
+    for per_file, tokens in zip(ex["nll_by_file"], ex["tokens_by_file"]):
+        if per_file is not None:
+            for row, count in zip(per_file, tokens):
+                # a summed loss of c tokens grows by c log(factor)
+                row[2:] = [v + math.log(factor) * c for v, c in zip(row[2:], count[2:])]
+
+
+def _swap_pair_halves(record, arm):
+    for kind in ("query", "key"):
+        for layer in record["pair_norms"][arm][kind]:
+            for head in layer:
+                head[:] = head[4:] + head[:4]
+
+
+def _set(record, path, value):
+    target = record
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+
+
+def _every(records, fn):
+    for record in records.values():
+        fn(record)
+
+
+MUTATIONS = {
+    # each edit makes its claim false on every seed
+    "breaking_arms": lambda r: _scale_late(r, "rope", 1 / 2.5),
+    "flat_arms": lambda r: _scale_late(r, "alibi", 1.5),
+    "between_arms": lambda r: _scale_late(r, "nope", 2.0),
+    "worst_text_at_L": lambda r: _set(r, ("extrapolation", "shaw", "perplexity", 0), 99.0),
+    "needle_learned_rate": lambda r: [_set(r, ("retrieval", a, "single_needle", "by_length", 0), 0.0)
+                                      for a in r["retrieval"]],
+    "rope_loses_far_needles": lambda r: _set(r, ("retrieval", "rope", "single_needle", "by_length", -1), 0.9),
+    "chunked_irope_keeps_needles": lambda r: _set(r, ("retrieval", "irope_chunk16", "single_needle", "by_length", -1), 0.1),
+    "no_arm_matches_keys": lambda r: _set(r, ("retrieval", "nope", "multi_key", "by_length", 1), 0.6),
+    "no_arm_tracks_variables": lambda r: _set(r, ("retrieval", "nope", "variable_tracking", "by_length", 1), 0.9),
+    "rope_uses_fast_pairs": lambda r: _swap_pair_halves(r, "rope"),
+}
+
+
+@pytest.mark.parametrize("claim_name", sorted(MUTATIONS))
+def test_a_claim_fails_when_its_numbers_say_otherwise(stored, claim_name):
+    assert claims.CLAIMS[claim_name](stored.seeds).holds
+    broken = copy.deepcopy(stored.seeds)
+    _every(broken, MUTATIONS[claim_name])
+    assert claims.CLAIMS[claim_name](broken).holds is False

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import stats
 
-__all__ = ["Verdict", "CLAIMS", "SWEEP_CLAIMS", "REVISIONS", "check_all", "table", "arms_of",
+__all__ = ["Verdict", "CLAIMS", "SWEEP_CLAIMS", "REVISIONS", "HISTORY", "check_all", "check_sweep", "table", "arms_of",
            "reference_perplexity", "late_perplexity", "late_ratio", "accuracy", "bin_accuracy", "learned_needle"]
 
 
@@ -585,6 +585,10 @@ def init_not_rate_decides_sinusoidal(cells: list) -> Verdict:
 #: Claims whose statement changed after the held-out seeds were run: name -> what changed and why.
 REVISIONS: dict[str, str] = {}
 
+#: The record of the held-out run: the commit at which the claims were frozen, each frozen
+#: claim's verdict on the held-out seeds (before any revision), and :data:`REVISIONS`.
+HISTORY: dict = {"frozen_commit": None, "held_out_seeds": [], "held_out_at_freeze": {}, "revisions": REVISIONS}
+
 
 def check_all(seeds: dict, sweep: dict | None = None) -> list[Verdict]:
     """Every claim on the per-seed records ``seeds``, and the sweep's claims when ``sweep`` is given.
@@ -592,9 +596,12 @@ def check_all(seeds: dict, sweep: dict | None = None) -> list[Verdict]:
     A claim whose arm or experiment the records lack is reported with ``holds=None``.
     """
     verdicts = [_safely(name_, fn, seeds) for name_, fn in CLAIMS.items()]
-    if sweep is not None:
-        verdicts += [_safely(name_, fn, sweep["cells"]) for name_, fn in SWEEP_CLAIMS.items()]
-    return verdicts
+    return verdicts + (check_sweep(sweep) if sweep is not None else [])
+
+
+def check_sweep(sweep: dict) -> list[Verdict]:
+    """The claims about the learning-rate sweep (``lr_sweep.json``'s record)."""
+    return [_safely(name_, fn, sweep["cells"]) for name_, fn in SWEEP_CLAIMS.items()]
 
 
 def _safely(claim_name, fn, data) -> Verdict:

@@ -7,8 +7,12 @@ into *jobs* (:func:`jobs`): one per (seed, arm), which trains the arm and runs e
 experiment on it, and one per cell of the learning-rate sweep. Jobs run in a pool
 of worker processes (``--workers``, one torch thread each), or in ``--parts P``
 processes started by hand (``--part i`` in each, then ``--merge``). Every finished
-job is written at once to ``<out>/jobs/``, so a run that is stopped resumes where it
-was; :func:`assemble` then writes the files the book reads:
+job is written at once to ``<out>/jobs/`` with the run's fingerprint
+(:func:`job_fingerprint`: the configuration and the code the jobs execute), so a run
+that is stopped resumes where it was: a job whose file holds the same fingerprint
+is not run again, and one computed by other code or another configuration is moved
+to ``<out>/stale-jobs/`` and run again. :func:`assemble` then writes the files the
+book reads:
 
 - ``seed<k>.json``: every arm's record at seed ``k``, keyed by experiment
   (``train``, ``tuning``, ``extrapolation``, ``retrieval``, ``pair_norms``,
@@ -16,8 +20,8 @@ was; :func:`assemble` then writes the files the book reads:
 - ``lr_sweep.json``: the cells of the sweep;
 - ``summary.json``: the cost (wall time as the union of the processes' working
   time, CPU time, peak memory, load average before and after), the machine (CPU
-  model, instruction set torch used) and which seeds were development and which
-  held out.
+  model, instruction set torch used), which seeds were development and which held
+  out, and the claims' history (:data:`companion.lab.claims.HISTORY`).
 
 A job's numbers depend only on its seed and arm (and learning rate), never on the
 order, the process or the other jobs: on the same machine a re-run repeats them
@@ -26,6 +30,7 @@ exactly (a test checks it on the reduced configuration).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -42,7 +47,7 @@ from .. import __version__, _checks
 from . import data, experiments, fingerprint
 from .config import CONFIGS, LabConfig, get_config
 
-__all__ = ["jobs", "run_job", "run_all", "assemble", "run_metadata", "machine", "code_hashes", "trace_config",
+__all__ = ["jobs", "run_job", "job_fingerprint", "finished_jobs", "stage_results", "run_all", "assemble", "record_claims_history", "run_metadata", "machine", "code_hashes", "trace_config",
            "peak_memory_mib", "cpu_seconds", "main"]
 
 
@@ -104,6 +109,80 @@ def _job_name(job) -> str:
     return "-".join(map(str, job))
 
 
+def job_fingerprint(config="reduced") -> str:
+    """SHA-256 of the configuration and of :func:`code_hashes`: two job files with the same value were computed alike."""
+    cfg = get_config(config)
+    identity = {"config": cfg.to_dict(), "code_fingerprint": fingerprint.fingerprint(code_hashes())}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def finished_jobs(folder, fingerprint_: str) -> dict:
+    """``{job name: record}`` of the job files in ``folder`` computed with ``fingerprint_``.
+
+    A file with another fingerprint (or none) is moved to ``<folder>/../stale-jobs/``
+    so that its job runs again; nothing is deleted.
+    """
+    folder = Path(folder)
+    done = {}
+    for path in sorted(folder.glob("arm-*.json")) + sorted(folder.glob("sweep-*.json")):
+        record = json.loads(path.read_text())
+        if record.get("fingerprint") == fingerprint_:
+            done[path.stem] = record
+        else:
+            stale = folder.parent / "stale-jobs"
+            stale.mkdir(exist_ok=True)
+            path.rename(stale / path.name)
+    return done
+
+
+def stage_results(out_dir, seeds):
+    """The finished arm jobs of ``seeds`` in ``out_dir`` as :class:`companion.lab.results.LabResults`, in memory.
+
+    For reading a stage of a run before the whole run is done (the development
+    seeds, from which the claims are written): the records have the schema of the
+    stored ``seed<k>.json``; ``lr_sweep`` holds the sweep cells finished so far.
+    ``ValueError`` if an arm job of those seeds is missing.
+    """
+    from . import results as stored_results
+
+    folder = Path(out_dir) / "jobs"
+    run = json.loads((folder / "run.json").read_text())
+    cfg = get_config(run["config"])
+    records = {tuple(r["job"]): r for r in (json.loads(p.read_text()) for p in folder.glob("*-*.json"))}
+    missing = [_job_name(("arm", s, a)) for s in seeds for a in cfg.main_arms if ("arm", s, a) not in records]
+    if missing:
+        raise ValueError(f"seeds must have every arm job finished in {folder}; missing {missing}")
+    meta = {"config_name": run["config_name"], "config": cfg.to_dict(), "code_fingerprint": None,
+            "development_seeds": list(cfg.development_seeds), "held_out_seeds": list(cfg.held_out_seeds)}
+    seed_records = {s: _seed_record(s, cfg, records, meta) for s in seeds}
+    cells = _sweep_cells(cfg, records, run["sweep"])
+    sweep = {"experiment": "lr_sweep", **meta, "cells": cells} if cells else None
+    return stored_results.LabResults(seeds=seed_records, lr_sweep=sweep, summary={**meta, "seeds": list(seeds)},
+                                     folder=Path(out_dir))
+
+
+def _seed_record(seed, cfg, records, meta) -> dict:
+    """One seed's record (the stored ``seed<k>.json``) from its arm jobs."""
+    arms = {a: records[("arm", seed, a)] for a in cfg.main_arms}
+    record = {"experiment": "lab", "seed": seed, **meta}
+    for key in ("train", "tuning", "extrapolation", "retrieval", "pair_norms", "window"):
+        record[key] = {a: r["result"][key] for a, r in arms.items() if key in r["result"]}
+    record["extension"] = arms["rope"]["result"]["extension"] if "rope" in arms else None
+    record["jobs"] = {a: {k: r[k] for k in ("seconds", "cpu_seconds", "peak_memory_mib")} for a, r in arms.items()}
+    return record
+
+
+def _sweep_cells(cfg, records, sweep) -> list:
+    """The sweep's cells: its own jobs, and the arm jobs at a sweep seed (the cell at the arm's own rate)."""
+    cells = [r["result"] for j, r in records.items() if j[0] == "sweep"]
+    cells += [{"arm": j[2], "lr": r["result"]["tuning"]["lr"], "seed": j[1],
+               **{k: v for k, v in r["result"]["tuning"].items() if k != "lr"},
+               "text_loss": r["result"]["train"]["text_loss"], "task_loss": r["result"]["train"]["task_loss"]}
+              for j, r in records.items() if j[0] == "arm" and j[1] in cfg.sweep.seeds and sweep != "none"]
+    cells.sort(key=lambda c: (list(cfg.arms).index(c["arm"]), c["lr"], c["seed"]))
+    return cells
+
+
 # ---------------------------------------------------------------------------
 # A whole run
 # ---------------------------------------------------------------------------
@@ -146,12 +225,18 @@ def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout,
     if (folder / "run.json").is_file() and json.loads((folder / "run.json").read_text()) != definition:
         raise ValueError(f"out_dir holds the unfinished jobs of another run in {folder}; finish or remove them")
     _write(folder / "run.json", definition)
-    todo = [j for j in todo if not (folder / f"{_job_name(j)}.json").is_file()]
+    stamp = job_fingerprint(cfg)
+    done = finished_jobs(folder, stamp)
+    todo = [j for j in todo if _job_name(j) not in done]
     session = {"started": time.time(), "load_average_before": [round(v, 2) for v in os.getloadavg()],
-               "workers": workers, "jobs": len(todo)}
+               "workers": workers, "jobs": len(todo), "skipped": len(done), "fingerprint": stamp}
     begin = time.perf_counter()
+    if stream is not None:
+        stream.write(f"{len(done)} jobs already done with this fingerprint, {len(todo)} to run\n")
+        stream.flush()
 
     def finished(record):
+        record["fingerprint"] = stamp
         _write(folder / f"{_job_name(record['job'])}.json", record)   # a checkpoint
         if stream is not None:
             stream.write(f"[{time.perf_counter() - begin:7.1f} s] {' '.join(map(str, record['job']))}: "
@@ -167,7 +252,8 @@ def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout,
                 finished(done.result())
     session.update(ended=time.time(), load_average_after=[round(v, 2) for v in os.getloadavg()])
     _write(folder / f"session-{os.getpid()}-{int(session['started'])}.json", session)
-    missing = [j for j in jobs(cfg, definition["seeds"], sweep) if not (folder / f"{_job_name(j)}.json").is_file()]
+    done = finished_jobs(folder, stamp)
+    missing = [j for j in jobs(cfg, definition["seeds"], sweep) if _job_name(j) not in done]
     if parts is not None or missing:
         return {"jobs": str(folder)}
     return assemble(out)
@@ -193,27 +279,23 @@ def assemble(out_dir=None) -> dict:
         if not path.is_file():
             raise ValueError(f"out_dir is missing job {_job_name(job)}: run the remaining jobs before assembling")
         records[tuple(job)] = json.loads(path.read_text())
+    stamp = job_fingerprint(cfg)
+    stale = [n for n, r in ((_job_name(j), records[tuple(j)]) for j in wanted) if r.get("fingerprint") != stamp]
+    if stale:
+        raise ValueError(f"out_dir holds jobs computed by other code or another configuration: {stale[:3]}; "
+                         "run the run again to recompute them")
     meta = run_metadata(run["config_name"], cfg)
     paths = {}
     for seed in run["seeds"]:
-        arms = {a: records[("arm", seed, a)] for a in cfg.main_arms}
-        record = {"experiment": "lab", "seed": seed, **meta}
-        for key in ("train", "tuning", "extrapolation", "retrieval", "pair_norms", "window"):
-            record[key] = {a: r["result"][key] for a, r in arms.items() if key in r["result"]}
-        record["extension"] = arms["rope"]["result"]["extension"] if "rope" in arms else None
-        record["jobs"] = {a: {k: r[k] for k in ("seconds", "cpu_seconds", "peak_memory_mib")} for a, r in arms.items()}
-        paths[f"seed{seed}"] = _write(out / f"seed{seed}.json", record)
-    cells = [r["result"] for j, r in records.items() if j[0] == "sweep"]
-    cells += [{"arm": j[2], "lr": r["result"]["tuning"]["lr"], "seed": j[1],
-               **{k: v for k, v in r["result"]["tuning"].items() if k != "lr"},
-               "text_loss": r["result"]["train"]["text_loss"], "task_loss": r["result"]["train"]["task_loss"]}
-              for j, r in records.items() if j[0] == "arm" and j[1] in cfg.sweep.seeds and run["sweep"] != "none"]
+        paths[f"seed{seed}"] = _write(out / f"seed{seed}.json", _seed_record(seed, cfg, records, meta))
+    cells = _sweep_cells(cfg, records, run["sweep"])
     if cells:
-        cells.sort(key=lambda c: (list(cfg.arms).index(c["arm"]), c["lr"], c["seed"]))
         paths["lr_sweep"] = _write(out / "lr_sweep.json", {"experiment": "lr_sweep", **meta, "cells": cells})
     sessions = [json.loads(p.read_text()) for p in sorted(folder.glob("session-*.json"))]
     all_records = list(records.values())
-    summary = {"experiment": "summary", **meta, "seeds": run["seeds"],
+    from . import claims
+
+    summary = {"experiment": "summary", **meta, "seeds": run["seeds"], "claims_history": claims.HISTORY,
                "wall_seconds": round(_union_seconds([(s["started"], s["ended"]) for s in sessions]), 1),
                "started": round(min(s["started"] for s in sessions), 1),
                "ended": round(max(s["ended"] for s in sessions), 1),
@@ -230,6 +312,19 @@ def assemble(out_dir=None) -> dict:
         path.unlink()
     folder.rmdir()
     return paths
+
+
+def record_claims_history(out_dir=None) -> str:
+    """Write :data:`companion.lab.claims.HISTORY` into a run's ``summary.json`` (after the held-out run is judged)."""
+    from . import claims
+    from . import results as stored_results
+
+    path = (stored_results.STORED if out_dir is None else Path(out_dir)) / "summary.json"
+    if not path.is_file():
+        raise ValueError(f"out_dir must hold the summary.json of a finished run; none at {path}")
+    summary = json.loads(path.read_text())
+    summary["claims_history"] = claims.HISTORY
+    return _write(path, summary)
 
 
 def _union_seconds(intervals) -> float:
@@ -321,6 +416,8 @@ def main(argv=None) -> int:
     parser.add_argument("--part", type=int, default=None, help="run only every P-th job from the I-th (with --parts)")
     parser.add_argument("--parts", type=int, default=None, help="the number of parts run by hand")
     parser.add_argument("--merge", action="store_true", help="write the result files from the finished jobs")
+    parser.add_argument("--record-claims", action="store_true",
+                        help="write the claims' history (companion.lab.claims.HISTORY) into summary.json")
     parser.add_argument("--only-seeds", type=int, nargs="+", default=None,
                         help="run only these seeds' jobs now (the run is written once every job is done)")
     parser.add_argument("--sweep", choices=("rest", "all", "none"), default=None,
@@ -335,6 +432,9 @@ def main(argv=None) -> int:
     if (args.part is None) != (args.parts is None):
         parser.error("--part and --parts go together")
     sweep = args.sweep or ("none" if args.seeds is not None else "rest")
+    if args.record_claims:
+        print("wrote " + record_claims_history(out))
+        return 0
     if args.merge:
         paths = assemble(out)
     else:
@@ -344,5 +444,5 @@ def main(argv=None) -> int:
     if "summary" in paths:
         from . import claims, results
         run = results.load_results(Path(paths["summary"]).parent)
-        print(claims.table(claims.check_all(run.seeds, config=run.config)))
+        print(claims.table(claims.check_all(run.seeds, run.lr_sweep)))
     return 0
