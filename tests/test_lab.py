@@ -22,6 +22,9 @@ from companion import lab
 from companion.lab import claims, config, experiments, fingerprint, results, runner
 from companion.lab.schemes import SCHEMES
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lab_synthetic  # noqa: E402  (the synthetic records of tests/lab_synthetic.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 META = {"experiment", "config_name", "config", "companion_version", "code_fingerprint", "code_sources", "corpus",
         "python", "torch", "device", "machine", "development_seeds", "held_out_seeds"}
@@ -48,7 +51,8 @@ def test_configs_hold_every_arm_seed_and_method():
     full = config.get_config("full")
     assert len(full.seeds) >= 10 and len(full.held_out_seeds) >= 5 and len(full.development_seeds) >= 5
     assert full.eval.tokens_per_length is None      # all held-out text
-    assert full.sweep.lrs == (1e-3, 3e-3, 1e-2) and len(full.sweep.seeds) == 2
+    assert full.sweep.lrs == (3e-3, 1e-2, 3e-2) and len(full.sweep.seeds) == 2
+    assert min(full.sweep.lrs) < full.train.lr < max(full.sweep.lrs)      # the sweep brackets the shared rate
     assert set(full.sweep.seeds) <= set(full.development_seeds)   # tuning never looks at a held-out seed
     with pytest.raises(ValueError, match="config"):
         config.get_config("huge")
@@ -400,54 +404,89 @@ def test_claims_take_any_set_of_seeds(stored):
     assert all(v.holds is None for v in claims.check_all(bare))
 
 
-def _scale_late(record, arm, factor):
-    """Multiply the arm's late perplexity (positions >= L) at every length by ``factor``."""
-    ex = record["extrapolation"][arm]
-    for per_file, tokens in zip(ex["nll_by_file"], ex["tokens_by_file"]):
-        if per_file is not None:
-            for row, count in zip(per_file, tokens):
-                # a summed loss of c tokens grows by c log(factor)
-                row[2:] = [v + math.log(factor) * c for v, c in zip(row[2:], count[2:])]
+# --- the claims on synthetic records: any seeds, the stored schema -------------------------
 
 
-def _swap_pair_halves(record, arm):
-    for kind in ("query", "key"):
-        for layer in record["pair_norms"][arm][kind]:
-            for head in layer:
-                head[:] = head[4:] + head[:4]
+def test_every_claim_holds_on_records_built_to_satisfy_it():
+    seeds = lab_synthetic.records()
+    verdicts = claims.check_all(seeds, lab_synthetic.sweep())
+    assert {v.name for v in verdicts} == set(claims.CLAIMS) | set(claims.SWEEP_CLAIMS)
+    failing = [v for v in verdicts if not v.holds]
+    assert not failing, claims.table(failing)
+    assert all(v.seeds == (0, 1, 2, 3, 4) for v in verdicts if v.name in claims.CLAIMS)
 
 
-def _set(record, path, value):
-    target = record
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
+def test_every_claim_has_a_record_edit_that_breaks_it():
+    assert set(lab_synthetic.BREAKS) == set(claims.CLAIMS)
 
 
-def _every(records, fn):
-    for record in records.values():
-        fn(record)
+@pytest.mark.parametrize("claim_name", sorted(lab_synthetic.BREAKS))
+def test_a_claim_fails_when_its_numbers_say_otherwise(claim_name):
+    seeds = lab_synthetic.records()
+    assert claims.CLAIMS[claim_name](seeds).holds
+    for record in seeds.values():
+        lab_synthetic.BREAKS[claim_name](record)
+    verdict = claims.CLAIMS[claim_name](seeds)
+    assert verdict.holds is False, verdict.evidence
 
 
-MUTATIONS = {
-    # each edit makes its claim false on every seed
-    "breaking_arms": lambda r: _scale_late(r, "rope", 1 / 2.5),
-    "flat_arms": lambda r: _scale_late(r, "alibi", 1.5),
-    "between_arms": lambda r: _scale_late(r, "nope", 2.0),
-    "worst_text_at_L": lambda r: _set(r, ("extrapolation", "shaw", "perplexity", 0), 99.0),
-    "needle_learned_rate": lambda r: [_set(r, ("retrieval", a, "single_needle", "by_length", 0), 0.0)
-                                      for a in r["retrieval"]],
-    "rope_loses_far_needles": lambda r: _set(r, ("retrieval", "rope", "single_needle", "by_length", -1), 0.9),
-    "chunked_irope_keeps_needles": lambda r: _set(r, ("retrieval", "irope_chunk16", "single_needle", "by_length", -1), 0.1),
-    "no_arm_matches_keys": lambda r: _set(r, ("retrieval", "nope", "multi_key", "by_length", 1), 0.6),
-    "no_arm_tracks_variables": lambda r: _set(r, ("retrieval", "nope", "variable_tracking", "by_length", 1), 0.9),
-    "rope_uses_fast_pairs": lambda r: _swap_pair_halves(r, "rope"),
-}
+def test_a_claim_is_a_function_of_the_records_not_of_the_seed_numbers():
+    """Renumbered seeds (17, 23, ...) give the same verdicts; a JSON round trip changes nothing."""
+    seeds = lab_synthetic.records((0, 1, 2))
+    renamed = {17 + 6 * i: record for i, record in enumerate(seeds.values())}
+    as_json = {int(k): v for k, v in json.loads(json.dumps(renamed)).items()}
+    for name, fn in claims.CLAIMS.items():
+        a, b = fn(seeds), fn(as_json)
+        assert a.holds is b.holds is True, name
+        assert b.seeds == (17, 23, 29) and a.statement == b.statement
 
 
-@pytest.mark.parametrize("claim_name", sorted(MUTATIONS))
-def test_a_claim_fails_when_its_numbers_say_otherwise(stored, claim_name):
-    assert claims.CLAIMS[claim_name](stored.seeds).holds
-    broken = copy.deepcopy(stored.seeds)
-    _every(broken, MUTATIONS[claim_name])
-    assert claims.CLAIMS[claim_name](broken).holds is False
+def test_one_seed_that_breaks_a_claim_is_enough_for_an_every_seed_claim():
+    seeds = lab_synthetic.records()
+    lab_synthetic.BREAKS["flat_arms"](seeds[3])
+    assert claims.check("flat_arms", seeds).holds is False
+    assert claims.check("flat_arms", {s: r for s, r in seeds.items() if s != 3}).holds
+
+
+def test_claims_report_undecidable_records_as_undecided():
+    bare = {0: {"extrapolation": {}, "retrieval": {}}}
+    assert all(v.holds is None for v in claims.check_all(bare))
+    with pytest.raises(ValueError, match="claim_name"):
+        claims.check("no_such_claim", lab_synthetic.records())
+    with pytest.raises(ValueError, match="sweep"):
+        claims.check("shared_rate_is_near_best", lab_synthetic.records())
+    text = claims.report(claims.check("flat_arms", lab_synthetic.records()))
+    assert text.startswith("Claim: ") and "holds on seeds 0, 1, 2, 3, 4" in text
+    assert all(len(line) <= 88 for line in text.splitlines())
+
+
+def test_sweep_claims_follow_the_sweep_cells():
+    cells = lab_synthetic.sweep()
+    assert all(v.holds for v in claims.check_sweep(cells))
+    worse = copy.deepcopy(cells)
+    for c in worse["cells"]:
+        if c["arm"] == "shaw" and c["lr"] == config.get_config("full").train.lr:
+            c["perplexity_at_L"] *= 1.2
+    assert claims.check("shared_rate_is_near_best", sweep=worse).holds is False
+
+
+# --- resuming a run ------------------------------------------------------------------------
+
+
+def test_a_resumed_run_keeps_jobs_of_its_fingerprint_and_sets_the_others_aside(tmp_path):
+    folder = tmp_path / "jobs"
+    folder.mkdir()
+    for name, stamp in (("arm-0-rope", "a" * 64), ("arm-0-nope", "b" * 64), ("sweep-0-t5-0.01", None)):
+        record = {"job": name.split("-"), "result": {}}
+        if stamp:
+            record["fingerprint"] = stamp
+        (folder / f"{name}.json").write_text(json.dumps(record))
+    done = runner.finished_jobs(folder, "a" * 64)
+    assert set(done) == {"arm-0-rope"}
+    assert sorted(p.name for p in folder.iterdir()) == ["arm-0-rope.json"]
+    assert sorted(p.name for p in (tmp_path / "stale-jobs").iterdir()) == ["arm-0-nope.json", "sweep-0-t5-0.01.json"]
+
+
+def test_the_job_fingerprint_follows_the_configuration():
+    reduced = config.get_config("reduced")
+    assert runner.job_fingerprint(reduced.with_changes(train={"steps": 61})) != runner.job_fingerprint(reduced)

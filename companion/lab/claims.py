@@ -32,7 +32,8 @@ import numpy as np
 
 from . import stats
 
-__all__ = ["Verdict", "CLAIMS", "SWEEP_CLAIMS", "REVISIONS", "HISTORY", "check_all", "check_sweep", "table", "arms_of",
+__all__ = ["Verdict", "CLAIMS", "SWEEP_CLAIMS", "REVISIONS", "HISTORY", "check_all", "check_sweep", "check", "report",
+           "table", "arms_of",
            "reference_perplexity", "late_perplexity", "late_ratio", "accuracy", "bin_accuracy", "learned_needle"]
 
 
@@ -104,7 +105,9 @@ def bin_accuracy(record: dict, arm: str, task: str, length_index: int) -> tuple[
     """Per depth bin, the accuracy at a length, and the examples per bin."""
     t = record["retrieval"][arm][task]
     row = t["correct"][length_index]
-    return None if row is None else ([c / t["n_examples"] for c in row], t["n_examples"])
+    if row is None or None in row:          # a length the arm cannot read (the learned table past L)
+        return None
+    return [c / t["n_examples"] for c in row], t["n_examples"]
 
 
 def learned_needle(record: dict, arm: str, level: float = 0.9) -> bool:
@@ -163,7 +166,7 @@ def name(arm: str) -> str:
 # ---------------------------------------------------------------------------
 
 @claim
-def breaking_arms(seeds: dict, arms=("rope", "p_rope", "sinusoidal"), at_least: float = 1.25) -> Verdict:
+def breaking_arms(seeds: dict, arms=("rope", "p_rope", "sinusoidal"), at_least: float = 1.5) -> Verdict:
     """RoPE, p-RoPE and sinusoidal break: late perplexity at 8L at least ``at_least`` times the in-range reference, on every seed."""
     ratios = {a: _values(seeds, lambda r, a=a: late_ratio(r, a)) for a in arms}
     holds = all(min(v) >= at_least for v in ratios.values())
@@ -185,7 +188,7 @@ def flat_arms(seeds: dict, arms=("alibi", "shaw", "irope_chunk16", "irope_chunk6
 
 
 @claim
-def between_arms(seeds: dict, arms=("nope", "t5"), low: float = 1.05, high: float = 1.40) -> Verdict:
+def between_arms(seeds: dict, arms=("nope", "t5"), low: float = 1.10, high: float = 1.80) -> Verdict:
     """NoPE and T5 rise by a moderate amount: the mean late ratio's 95 % interval lies inside [low, high]."""
     intervals = {a: stats.mean_interval(_values(seeds, lambda r, a=a: late_ratio(r, a))) for a in arms}
     holds = all(low <= iv.low and iv.high <= high for iv in intervals.values())
@@ -197,16 +200,16 @@ def between_arms(seeds: dict, arms=("nope", "t5"), low: float = 1.05, high: floa
 
 
 @claim
-def worst_text_at_L(seeds: dict, worst=("nope", "sinusoidal")) -> Verdict:
-    """At the training length the two worst text models are NoPE and sinusoidal: every other arm beats both, on every seed."""
-    arms = arms_of(seeds[min(seeds)])
-    ppl = {a: _values(seeds, lambda r, a=a: r["extrapolation"][a]["perplexity"][0]) for a in arms}
-    others = [a for a in arms if a not in worst]
-    gaps = [min(ppl[w][i] for w in worst) - max(ppl[o][i] for o in others) for i in range(len(seeds))]
-    holds = min(gaps) > 0
-    return _verdict("worst_text_at_L", holds, f"{' and '.join(name(w) for w in worst)} are the two worst text models at "
-                    "L on every seed", f"perplexity at L: " + "; ".join(f"{name(a)} {_fmt(ppl[a])}" for a in arms)
-                    + f"; best of the two minus worst of the rest: {_fmt(gaps)}", seeds, gaps=gaps)
+def inside_attention_best_text_at_L(seeds: dict, best=("shaw", "rope"), rest=("learned", "sinusoidal", "alibi", "nope"),
+                                    margin: float = 0.3) -> Verdict:
+    """At L, Shaw and RoPE read text better than learned, sinusoidal, ALiBi and NoPE by at least ``margin``, on every seed."""
+    ppl = {a: _values(seeds, lambda r, a=a: r["extrapolation"][a]["perplexity"][0]) for a in (*best, *rest)}
+    gaps = [min(ppl[w][i] for w in rest) - max(ppl[b][i] for b in best) for i in range(len(seeds))]
+    return _verdict("inside_attention_best_text_at_L", min(gaps) >= margin,
+                    f"at L, {' and '.join(name(b) for b in best)} have a perplexity at least {margin:g} below every one "
+                    f"of {', '.join(name(w) for w in rest)} on every seed",
+                    "perplexity at L: " + "; ".join(f"{name(a)} {_fmt(v)}" for a, v in ppl.items())
+                    + f"; best of the rest minus worst of the two: {_fmt(gaps)}", seeds, gaps=gaps)
 
 
 @claim
@@ -227,31 +230,37 @@ def seed_noise_exceeds_file_noise(seeds: dict, arm: str = "rope") -> Verdict:
 # Mechanism: hiding the far keys
 # ---------------------------------------------------------------------------
 
-@claim
-def window_restores_rope_text(seeds: dict, arms=("rope", "p_rope"), within: float = 1.05) -> Verdict:
-    """With every key L or more back hidden, RoPE's and p-RoPE's late perplexity at 8L is within ``within`` of the reference."""
-    ratios = {a: _values(seeds, lambda r, a=a: r["window"][a]["perplexity_past_L"] / reference_perplexity(r, a))
-              for a in arms}
-    full = {a: _values(seeds, lambda r, a=a: late_ratio(r, a)) for a in arms}
-    holds = all(max(v) <= within for v in ratios.values())
-    return _verdict("window_restores_rope_text", holds,
-                    f"hiding the keys L or more back brings the late perplexity of {' and '.join(name(a) for a in arms)} "
-                    f"at 8L to within {within:g} of the in-range reference, on every seed",
-                    "; ".join(f"{name(a)}: with the window {_fmt(ratios[a], 3)}, without {_fmt(full[a])}" for a in arms),
-                    seeds, ratios=ratios)
+def _excess_left(record, arm) -> float:
+    """The share of the late excess at 8L that remains when the keys ``L`` or more back are hidden."""
+    reference = reference_perplexity(record, arm)
+    windowed = record["window"][arm]["perplexity_past_L"] / reference
+    return (windowed - 1) / (late_ratio(record, arm) - 1)
 
 
 @claim
-def window_does_not_rescue_sinusoidal(seeds: dict, arm: str = "sinusoidal", at_least: float = 1.2) -> Verdict:
-    """The same window leaves the sinusoidal arm broken: its positions past L are new, whatever it attends to."""
-    ratios = _values(seeds, lambda r: r["window"][arm]["perplexity_past_L"] / reference_perplexity(r, arm))
-    return _verdict("window_does_not_rescue_sinusoidal", min(ratios) >= at_least,
-                    f"with the same window, {name(arm)}'s late perplexity at 8L stays at least {at_least:g} times "
-                    "the reference on every seed", f"with the window, per seed: {_fmt(ratios, 3)}", seeds, ratios=ratios)
+def window_restores_relative_text(seeds: dict, arms=("rope", "p_rope", "t5"), at_most: float = 0.2) -> Verdict:
+    """Hiding the keys L or more back removes at least 1 - ``at_most`` of the late excess of RoPE, p-RoPE and T5, on every seed."""
+    left = {a: _values(seeds, lambda r, a=a: _excess_left(r, a)) for a in arms}
+    return _verdict("window_restores_relative_text", all(max(v) <= at_most for v in left.values()),
+                    f"hiding the keys L or more back removes at least {1 - at_most:.0%} of the excess late perplexity "
+                    f"at 8L of {', '.join(name(a) for a in arms)}, on every seed",
+                    "share of the excess left with the window: " + "; ".join(f"{name(a)} {_fmt(v)}" for a, v in left.items()),
+                    seeds, left=left)
 
 
 @claim
-def window_restores_near_needles(seeds: dict, arm: str = "rope", level: float = 0.9) -> Verdict:
+def window_does_not_rescue_absolute(seeds: dict, arms=("sinusoidal", "nope"), at_least: float = 0.5) -> Verdict:
+    """The same window leaves at least ``at_least`` of the excess of sinusoidal and NoPE: their positions past L are new."""
+    left = {a: _values(seeds, lambda r, a=a: _excess_left(r, a)) for a in arms}
+    return _verdict("window_does_not_rescue_absolute", all(min(v) >= at_least for v in left.values()),
+                    f"with the same window, {' and '.join(name(a) for a in arms)} keep at least {at_least:.0%} of "
+                    "their excess late perplexity at 8L, on every seed",
+                    "share of the excess left with the window: " + "; ".join(f"{name(a)} {_fmt(v)}" for a, v in left.items()),
+                    seeds, left=left)
+
+
+@claim
+def window_restores_near_needles(seeds: dict, arm: str = "rope", level: float = 0.8) -> Verdict:
     """Among the seeds on which RoPE learned the needle, hiding the far keys lets it answer every needle within L of the query."""
     learned = [s for s in sorted(seeds) if learned_needle(seeds[s], arm)]
     window = {s: seeds[s]["window"][arm]["near_needle"]["window"] for s in learned}
@@ -284,12 +293,14 @@ def needle_learned_rate(seeds: dict, level: float = 0.9, at_least: float = 0.8) 
 
 
 @claim
-def rope_loses_far_needles(seeds: dict, arms=("rope",), at_most: float = 0.1) -> Verdict:
-    """RoPE loses the needle at 8L: accuracy at most ``at_most`` on every seed."""
-    values = {a: _values(seeds, lambda r, a=a: accuracy(r, a, "single_needle", -1)) for a in arms}
-    return _verdict("rope_loses_far_needles", all(max(v) <= at_most for v in values.values()),
-                    f"{', '.join(name(a) for a in arms)} answer at most {at_most:g} of the single needles at 8L on every seed",
-                    "; ".join(f"{name(a)} at 8L {_fmt(v)}" for a, v in values.items()), seeds, values=values)
+def rope_loses_far_needles(seeds: dict, arm: str = "rope", drop: float = 0.5) -> Verdict:
+    """RoPE loses the needle past L: the mean drop in accuracy from L to 8L has its 95 % interval above ``drop``."""
+    drops = _values(seeds, lambda r: accuracy(r, arm, "single_needle", 0) - accuracy(r, arm, "single_needle", -1))
+    iv = stats.mean_interval(drops)
+    return _verdict("rope_loses_far_needles", iv.low > drop if iv.n > 1 else None,
+                    f"{name(arm)}'s single-needle accuracy falls from L to 8L by more than {drop:g} on average "
+                    "(95 % interval over seeds)", f"drop per seed {_fmt(drops)}; mean {iv.format()}", seeds,
+                    drops=drops, interval=(iv.estimate, iv.low, iv.high))
 
 
 @claim
@@ -301,15 +312,21 @@ def chunked_irope_keeps_needles(seeds: dict, arm: str = "irope_chunk16", at_leas
                     f"{name(arm)} at 8L: {_fmt(values)}", seeds, values=values)
 
 
+def clear_accuracy(record: dict, arm: str, length_index: int, chunk: int = 16) -> float | None:
+    """Single-needle accuracy at a length over the needles that cross no multiple of ``chunk`` (none of the iRoPE chunks)."""
+    row = record["retrieval"][arm]["single_needle"]["straddle"][str(chunk)][length_index]
+    return None if row is None else row[2] / row[3]
+
+
 @claim
 def small_chunks_beat_whole_chunks(seeds: dict, a: str = "irope_chunk16", b: str = "irope_chunk64") -> Verdict:
-    """iRoPE-16 retrieves more needles at 8L than iRoPE-64: paired over seeds, the interval of the mean difference is above 0."""
-    diff = stats.paired_difference(_values(seeds, lambda r: accuracy(r, a, "single_needle", -1)),
-                                   _values(seeds, lambda r: accuracy(r, b, "single_needle", -1)))
+    """On needles no chunk boundary splits, iRoPE-16 retrieves more at 8L than iRoPE-64: paired interval above 0."""
+    diff = stats.paired_difference(_values(seeds, lambda r: clear_accuracy(r, a, -1)),
+                                   _values(seeds, lambda r: clear_accuracy(r, b, -1)))
     return _verdict("small_chunks_beat_whole_chunks", diff.low > 0 if diff.n > 1 else None,
-                    f"{name(a)} retrieves more single needles at 8L than {name(b)}: the 95 % interval of the mean "
-                    "per-seed difference lies above 0", f"mean difference {diff.format()} over {diff.n} seeds", seeds,
-                    difference=(diff.estimate, diff.low, diff.high))
+                    f"on needles that no chunk boundary splits, {name(a)} retrieves more at 8L than {name(b)}: the 95 % "
+                    "interval of the mean per-seed difference lies above 0", f"mean difference {diff.format()} over "
+                    f"{diff.n} seeds", seeds, difference=(diff.estimate, diff.low, diff.high))
 
 
 @claim
@@ -358,24 +375,34 @@ def literal_key_not_needed(seeds: dict, margin: float = 0.05) -> Verdict:
                     f"{iv.format(3)} ({iv.n} cells)", seeds, difference=(iv.estimate, iv.low, iv.high))
 
 
+def boundary_accuracy(record: dict, arm: str) -> tuple[float, float]:
+    """At 4L, the accuracy on needles that the chunk boundary at 2L splits, and on the others (the same starts around it)."""
+    b = record["retrieval"][arm]["boundary"]
+    split = [c for c, sp in zip(b["correct"], b["split"]) if sp]
+    whole = [c for c, sp in zip(b["correct"], b["split"]) if not sp]
+    return sum(split) / (len(split) * b["n_examples"]), sum(whole) / (len(whole) * b["n_examples"])
+
+
 @claim
 def chunk_boundary_breaks_irope64(seeds: dict, arm: str = "irope_chunk64", controls=("irope_chunk16", "nope"),
-                                  gap: float = 0.3) -> Verdict:
-    """A needle split by a chunk boundary is lost by iRoPE-64 (never met a boundary in training), not by iRoPE-16 or NoPE."""
-    def split_gap(record, a):
-        b = record["retrieval"][a]["boundary"]
-        n = b["n_examples"]
-        split = [c / n for c, sp in zip(b["correct"], b["split"]) if sp]
-        whole = [c / n for c, sp in zip(b["correct"], b["split"]) if not sp]
-        return float(np.mean(whole) - np.mean(split))
+                                  reaches: float = 0.5, at_most: float = 0.5, control_gap: float = 0.15) -> Verdict:
+    """A needle split by a chunk boundary is lost by iRoPE-64, not by iRoPE-16 or NoPE.
 
-    gaps = {a: _values(seeds, lambda r, a=a: split_gap(r, a)) for a in (arm, *controls)}
-    holds = stats.mean_interval(gaps[arm]).low > gap and all(
-        abs(stats.mean_interval(gaps[c]).estimate) < gap / 2 for c in controls)
-    return _verdict("chunk_boundary_breaks_irope64", holds,
-                    f"at 4L, {name(arm)} answers a needle split by a chunk boundary at least {gap:g} less often than an "
-                    f"unsplit one (95 % interval over seeds), while {' and '.join(name(c) for c in controls)} show no such gap",
-                    "; ".join(f"{name(a)} unsplit minus split {_fmt(v)}" for a, v in gaps.items()), seeds, gaps=gaps)
+    On every seed where ``arm`` answers at least ``reaches`` of the unsplit needles
+    beside the boundary, it answers the split ones at most ``at_most`` times as often;
+    the controls answer split needles within ``control_gap`` of unsplit ones on every seed.
+    """
+    cells = {a: _values(seeds, lambda r, a=a: boundary_accuracy(r, a)) for a in (arm, *controls)}
+    reached = [(split, whole) for split, whole in cells[arm] if whole >= reaches]
+    control = [whole - split for c in controls for split, whole in cells[c]]
+    holds = bool(reached) and all(split <= at_most * whole for split, whole in reached) and max(control) < control_gap
+    return _verdict("chunk_boundary_breaks_irope64", holds if reached else None,
+                    f"on every seed where {name(arm)} answers at least {reaches:g} of the needles beside a chunk "
+                    f"boundary at 4L, it answers those the boundary splits at most {at_most:g} times as often, while "
+                    f"{' and '.join(name(c) for c in controls)} lose less than {control_gap:g} to the split on every seed",
+                    f"{name(arm)} split / unsplit, per seed: " + ", ".join(f"{sp:.2f}/{wh:.2f}" for sp, wh in cells[arm])
+                    + f" ({len(reached)} seeds reach {reaches:g}); largest loss of the controls {max(control):.2f}",
+                    seeds, cells=cells)
 
 
 @claim
@@ -411,7 +438,7 @@ def _shape(record, arm, i) -> str:
 
 
 @claim
-def alibi_recency(seeds: dict, arm: str = "alibi", at_least: float = 0.6) -> Verdict:
+def alibi_recency(seeds: dict, arm: str = "alibi", at_least: float = 0.5) -> Verdict:
     """ALiBi's depth curve at 8L rises toward the query (last bin above the first by 2 SE) on at least ``at_least`` of the seeds."""
     shapes = _values(seeds, lambda r: _shape(r, arm, -1))
     k = sum(sh in ("recency",) for sh in shapes)
@@ -425,13 +452,14 @@ def alibi_recency(seeds: dict, arm: str = "alibi", at_least: float = 0.6) -> Ver
 # ---------------------------------------------------------------------------
 
 @claim
-def p_rope_breaks_less(seeds: dict) -> Verdict:
-    """p-RoPE's late ratio at 8L is below RoPE's: paired over seeds, the interval of the difference is above 0."""
-    diff = stats.paired_difference(_values(seeds, lambda r: late_ratio(r, "rope")),
-                                   _values(seeds, lambda r: late_ratio(r, "p_rope")))
-    return _verdict("p_rope_breaks_less", diff.low > 0 if diff.n > 1 else None,
-                    "p-RoPE breaks less than RoPE: the 95 % interval of the per-seed difference of late ratios at 8L "
-                    "lies above 0", f"RoPE minus p-RoPE {diff.format(3)} over {diff.n} seeds", seeds,
+def p_rope_breaks_earlier(seeds: dict, margin: float = 0.2) -> Verdict:
+    """At 2L, p-RoPE's late ratio exceeds RoPE's: the 95 % interval of the per-seed difference lies above ``margin``."""
+    diff = stats.paired_difference(_values(seeds, lambda r: late_ratio(r, "p_rope", 1)),
+                                   _values(seeds, lambda r: late_ratio(r, "rope", 1)))
+    return _verdict("p_rope_breaks_earlier", diff.low > margin if diff.n > 1 else None,
+                    f"at 2L p-RoPE breaks more than RoPE: the 95 % interval of the per-seed difference of late ratios "
+                    f"lies above {margin:g} (the tiny model disagrees with Barbero et al.)",
+                    f"p-RoPE minus RoPE at 2L {diff.format(3)} over {diff.n} seeds", seeds,
                     difference=(diff.estimate, diff.low, diff.high))
 
 
@@ -471,12 +499,12 @@ def _ext(record, method, part, key):
 
 
 @claim
-def ntk_protects_text(seeds: dict, at_most: float = 0.8) -> Verdict:
+def ntk_protects_text(seeds: dict, at_most: float = 1.0) -> Verdict:
     """Zero-shot at 4L, NTK-aware scaling keeps perplexity below ``at_most`` times no scaling, on every seed."""
     ratios = _values(seeds, lambda r: _ext(r, "ntk", "zero_shot", "perplexity_at_target")
                      / _ext(r, "none", "zero_shot", "perplexity_at_target"))
-    return _verdict("ntk_protects_text", max(ratios) <= at_most,
-                    f"zero-shot at 4L, NTK-aware scaling has at most {at_most:g} times the perplexity of no scaling "
+    return _verdict("ntk_protects_text", max(ratios) < at_most,
+                    f"zero-shot at 4L, NTK-aware scaling has a lower perplexity than no scaling "
                     "on every seed", f"NTK over none at 4L, per seed: {_fmt(ratios, 3)}", seeds, ratios=ratios)
 
 
@@ -491,37 +519,43 @@ def interpolation_costs_at_L(seeds: dict, methods=("pi", "yarn"), at_least: floa
 
 
 @claim
-def yarn_code_best_zero_shot_needle(seeds: dict, at_least: float = 0.9) -> Verdict:
-    """Zero-shot at 4L, YaRN with the shipped ramp retrieves at least ``at_least`` of the needles on every seed."""
-    values = _values(seeds, lambda r: _ext(r, "yarn_code", "zero_shot", "retrieval_at_target"))
-    return _verdict("yarn_code_best_zero_shot_needle", min(values) >= at_least,
-                    f"zero-shot at 4L, YaRN with the shipped ramp answers at least {at_least:g} of the single needles "
-                    "on every seed", f"per seed: {_fmt(values)}", seeds, values=values)
-
-
-@claim
-def fine_tuning_recovers_text(seeds: dict) -> Verdict:
-    """After the short fine-tune, every method's perplexity at 4L is below the best zero-shot perplexity at 4L, on every seed."""
-    def gap(r):
-        methods = list(r["extension"]["methods"])
-        return min(_ext(r, m, "zero_shot", "perplexity_at_target") for m in methods) - max(
-            _ext(r, m, "finetuned", "perplexity_at_target") for m in methods)
-    gaps = _values(seeds, gap)
-    return _verdict("fine_tuning_recovers_text", min(gaps) > 0,
-                    "after 100 fine-tuning steps every method, no scaling included, reads 4L better than any method "
-                    "zero-shot, on every seed", f"best zero-shot minus worst fine-tuned, per seed: {_fmt(gaps)}",
-                    seeds, gaps=gaps)
-
-
-@claim
-def no_scaling_fine_tunes_as_well_as_pi(seeds: dict) -> Verdict:
-    """After fine-tuning, no scaling reaches a perplexity at 4L no worse than PI's: the tiny model departs from Chen et al."""
-    diff = stats.paired_difference(_values(seeds, lambda r: _ext(r, "pi", "finetuned", "perplexity_at_target")),
-                                   _values(seeds, lambda r: _ext(r, "none", "finetuned", "perplexity_at_target")))
-    return _verdict("no_scaling_fine_tunes_as_well_as_pi", diff.low > 0 if diff.n > 1 else None,
-                    "after fine-tuning, plain RoPE reads 4L better than Position Interpolation (95 % interval of the "
-                    "per-seed difference above 0)", f"PI minus none {diff.format(3)} over {diff.n} seeds", seeds,
+def yarn_code_finds_needles_zero_shot(seeds: dict, method: str = "yarn_code") -> Verdict:
+    """Zero-shot at 4L, YaRN with the shipped ramp answers more needles than no scaling: paired interval above 0."""
+    diff = stats.paired_difference(_values(seeds, lambda r: _ext(r, method, "zero_shot", "retrieval_at_target")),
+                                   _values(seeds, lambda r: _ext(r, "none", "zero_shot", "retrieval_at_target")))
+    return _verdict("yarn_code_finds_needles_zero_shot", diff.low > 0 if diff.n > 1 else None,
+                    "zero-shot at 4L, YaRN with the shipped ramp answers more single needles than the unscaled model "
+                    "(95 % interval of the per-seed difference above 0)",
+                    f"YaRN (code) minus none {diff.format()} over {diff.n} seeds", seeds,
                     difference=(diff.estimate, diff.low, diff.high))
+
+
+@claim
+def fine_tuning_improves_every_method(seeds: dict, at_most: float = 0.95) -> Verdict:
+    """After the short fine-tune, every method's perplexity at 4L is at most ``at_most`` of its zero-shot value, on every seed."""
+    def worst(r):
+        return max(_ext(r, m, "finetuned", "perplexity_at_target") / _ext(r, m, "zero_shot", "perplexity_at_target")
+                   for m in r["extension"]["methods"])
+    ratios = _values(seeds, worst)
+    return _verdict("fine_tuning_improves_every_method", max(ratios) <= at_most,
+                    f"100 fine-tuning steps at 4L bring every method's perplexity at 4L to at most {at_most:g} of its "
+                    "zero-shot value, on every seed",
+                    f"largest fine-tuned over zero-shot ratio of any method, per seed: {_fmt(ratios, 3)}", seeds,
+                    ratios=ratios)
+
+
+@claim
+def kept_fast_pairs_fine_tune_better_than_pi(seeds: dict, methods=("ntk", "yarn_code")) -> Verdict:
+    """After fine-tuning, NTK-aware scaling and the shipped YaRN ramp read 4L better than PI: paired intervals above 0."""
+    diffs = {m: stats.paired_difference(_values(seeds, lambda r: _ext(r, "pi", "finetuned", "perplexity_at_target")),
+                                        _values(seeds, lambda r, m=m: _ext(r, m, "finetuned", "perplexity_at_target")))
+             for m in methods}
+    n = min(d.n for d in diffs.values())
+    return _verdict("kept_fast_pairs_fine_tune_better_than_pi", all(d.low > 0 for d in diffs.values()) if n > 1 else None,
+                    "after 100 fine-tuning steps, the methods that keep the fast pairs (NTK-aware, YaRN's shipped ramp) "
+                    "read 4L better than Position Interpolation (95 % intervals of the per-seed differences above 0)",
+                    "; ".join(f"PI minus {m} {d.format(3)}" for m, d in diffs.items()) + f" over {n} seeds", seeds,
+                    differences={m: (d.estimate, d.low, d.high) for m, d in diffs.items()})
 
 
 # ---------------------------------------------------------------------------
@@ -529,18 +563,24 @@ def no_scaling_fine_tunes_as_well_as_pi(seeds: dict) -> Verdict:
 # ---------------------------------------------------------------------------
 
 @claim
-def budget_ends_after_the_needle_forms(seeds: dict, by_step: int = 800) -> Verdict:
-    """Every run that learns the needle has learned it (0.9 on the curve) by step ``by_step`` of 1,000."""
-    late = []
+def budget_ends_after_the_needle_forms(seeds: dict, by_step: int = 800, at_least: float = 0.8) -> Verdict:
+    """Of the runs that learn the needle, at least ``at_least`` have learned it (0.9 on the curve) by step ``by_step``."""
+    early, late = 0, []
     for s in sorted(seeds):
         for a, info in seeds[s]["train"].items():
             curve = info["curve"]
             reached = [st for st, v in zip(curve["steps"], curve["needle_at_L"]) if v >= 0.9]
-            if learned_needle(seeds[s], a) and (not reached or reached[0] > by_step):
+            if not learned_needle(seeds[s], a):
+                continue
+            if reached and reached[0] <= by_step:
+                early += 1
+            else:
                 late.append(f"{name(a)} (seed {s}, step {reached[0] if reached else 'never'})")
-    return _verdict("budget_ends_after_the_needle_forms", not late,
-                    f"every run that learns the needle has reached 0.9 on its learning curve by step {by_step}",
-                    "late learners: " + (", ".join(late) or "none"), seeds, late=late)
+    total = early + len(late)
+    return _verdict("budget_ends_after_the_needle_forms", total > 0 and early >= at_least * total,
+                    f"at least {at_least:.0%} of the runs that learn the needle have reached 0.9 on their learning "
+                    f"curve by step {by_step} of the 1,000", f"{early} of {total}; later: " + (", ".join(late) or "none"),
+                    seeds, early=early, total=total)
 
 
 @sweep_claim
@@ -609,6 +649,31 @@ def _safely(claim_name, fn, data) -> Verdict:
         return fn(data)
     except (KeyError, TypeError) as missing:
         return Verdict(claim_name, None, fn.__doc__.split("\n")[0], f"cannot be checked on these records ({missing!r})")
+
+
+def check(claim_name: str, seeds: dict | None = None, sweep: dict | None = None) -> Verdict:
+    """One claim by name: a claim of :data:`CLAIMS` on the records ``seeds``, or of :data:`SWEEP_CLAIMS` on ``sweep``."""
+    if claim_name in CLAIMS:
+        if seeds is None:
+            raise ValueError(f"seeds must be given for the claim {claim_name!r} (a dict of per-seed records)")
+        return CLAIMS[claim_name](seeds)
+    if claim_name in SWEEP_CLAIMS:
+        if sweep is None:
+            raise ValueError(f"sweep must be given for the claim {claim_name!r} (the record of lr_sweep.json)")
+        return SWEEP_CLAIMS[claim_name](sweep["cells"])
+    raise ValueError(f"claim_name must be one of {sorted(CLAIMS) + sorted(SWEEP_CLAIMS)}, got {claim_name!r}")
+
+
+def report(verdict: Verdict, width: int = 88) -> str:
+    """A verdict as the chapters print it: the claim, whether it holds on which seeds, and its evidence, wrapped."""
+    import textwrap
+
+    mark = "cannot be decided" if verdict.holds is None else "holds" if verdict.holds else "FAILS"
+    seeds = ", ".join(map(str, verdict.seeds))
+    lines = textwrap.wrap(f"Claim: {verdict.statement}.", width)
+    lines += textwrap.wrap(f"{mark} on seeds {seeds}." if seeds else f"{mark}.", width)
+    lines += textwrap.wrap(f"Evidence: {verdict.evidence}.", width, subsequent_indent="  ")
+    return "\n".join(lines)
 
 
 def table(verdicts, width: int = 88) -> str:
