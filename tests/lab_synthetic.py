@@ -50,7 +50,7 @@ def _text(arm, rng):
         count = [COUNT, COUNT] + [COUNT if i and b < 2 + i else 0 for b in range(2, 5)]
         nll.append([row, row]), tokens.append([count, count])
         ppl.append(ref * 1.05 if i == 0 else late), past.append(late)
-    rope_like = 20 + 3 * rng.integers(0, 5) if arm == "rope" else None
+    rope_like = 20 + 3 * int(rng.integers(0, 5)) if arm == "rope" else None
     if rope_like:
         ppl[-1] = rope_like
     interval = [None if p is None else [p - 0.5, p + 0.5] for p in ppl]

@@ -647,7 +647,7 @@ def check_sweep(sweep: dict) -> list[Verdict]:
 def _safely(claim_name, fn, data) -> Verdict:
     try:
         return fn(data)
-    except (KeyError, TypeError) as missing:
+    except (KeyError, TypeError, ValueError) as missing:   # an arm, an experiment or every value missing
         return Verdict(claim_name, None, fn.__doc__.split("\n")[0], f"cannot be checked on these records ({missing!r})")
 
 
@@ -687,4 +687,4 @@ def table(verdicts, width: int = 88) -> str:
         body = textwrap.wrap(v.evidence, width - len(head)) or [""]
         lines.append(head + body[0])
         lines += [" " * len(head) + rest for rest in body[1:]]
-    return "\n".join([f"{'claim':<30} {'':<6} evidence", *lines])
+    return "\n".join([f"{'claim':<30} {'verdict':<6} evidence", *lines])
