@@ -18,8 +18,9 @@ book reads:
   (``train``, ``tuning``, ``extrapolation``, ``retrieval``, ``pair_norms``,
   ``window``, ``extension``), with :func:`run_metadata`;
 - ``lr_sweep.json``: the cells of the sweep;
-- ``summary.json``: the cost (wall time as the union of the processes' working
-  time, CPU time, peak memory, load average before and after), the machine (CPU
+- ``summary.json``: the cost (wall time as the union of the jobs' running times,
+  so that a stopped and resumed run counts once; CPU time, peak memory, load
+  average before and after each session), the machine (CPU
   model, instruction set torch used), which seeds were development and which held
   out, and the claims' history (:data:`companion.lab.claims.HISTORY`).
 
@@ -148,7 +149,8 @@ def stage_results(out_dir, seeds):
     folder = Path(out_dir) / "jobs"
     run = json.loads((folder / "run.json").read_text())
     cfg = get_config(run["config"])
-    records = {tuple(r["job"]): r for r in (json.loads(p.read_text()) for p in folder.glob("*-*.json"))}
+    paths = [*folder.glob("arm-*.json"), *folder.glob("sweep-*.json")]
+    records = {tuple(r["job"]): r for r in (json.loads(p.read_text()) for p in paths)}
     missing = [_job_name(("arm", s, a)) for s in seeds for a in cfg.main_arms if ("arm", s, a) not in records]
     if missing:
         raise ValueError(f"seeds must have every arm job finished in {folder}; missing {missing}")
@@ -296,9 +298,10 @@ def assemble(out_dir=None) -> dict:
     from . import claims
 
     summary = {"experiment": "summary", **meta, "seeds": run["seeds"], "claims_history": claims.HISTORY,
-               "wall_seconds": round(_union_seconds([(s["started"], s["ended"]) for s in sessions]), 1),
-               "started": round(min(s["started"] for s in sessions), 1),
-               "ended": round(max(s["ended"] for s in sessions), 1),
+               # the time some job was running: stages that were stopped and resumed count too
+               "wall_seconds": round(_union_seconds([(r["started"], r["ended"]) for r in all_records]), 1),
+               "started": round(min(r["started"] for r in all_records), 1),
+               "ended": round(max(r["ended"] for r in all_records), 1),
                "sessions": sessions,
                "cpu_seconds": round(sum(r["cpu_seconds"] for r in all_records), 1),
                "cpu_seconds_by_kind": {kind: round(sum(r["cpu_seconds"] for j, r in records.items() if j[0] == kind), 1)
