@@ -473,6 +473,14 @@ def test_sweep_claims_follow_the_sweep_cells():
         if c["arm"] == "shaw" and c["lr"] == config.get_config("full").train.lr:
             c["perplexity_at_L"] *= 1.2
     assert claims.check("shared_rate_is_near_best", sweep=worse).holds is False
+    shared = config.get_config("full").train.lr
+    for arms, rule in ((("t5", "shaw", "rope"), "shared_rate_learns_the_needle"),
+                       (("sinusoidal_gpt2_init",), "initialisation_does_not_decide_sinusoidal")):
+        broken = copy.deepcopy(cells)
+        for c in broken["cells"]:
+            if c["arm"] in arms and c["lr"] == shared:
+                c["needle_at_L"] = 0.2
+        assert claims.check(rule, sweep=broken).holds is False, rule
 
 
 # --- resuming a run ------------------------------------------------------------------------
