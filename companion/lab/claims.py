@@ -2,7 +2,7 @@ r"""What chapters 7 and 9 claim about the lab's results, as functions of any set
 
 Every claim the two chapters make about the lab is a function here. It takes the
 per-seed records of a run (``{seed: record}``, the schema of
-``companion/lab/stored/seed<k>.json``; :attr:`companion.lab.results.LabResults.seeds`)
+``companion/lab/stored/seed<k>.json``; the ``seeds`` of :class:`companion.lab.results.LabResults`)
 and returns a :class:`Verdict`: whether the claim holds on *those* seeds, the
 sentence it states, and the numbers behind it. The functions never name a seed, so
 they can be run on seeds nobody has looked at::
@@ -856,7 +856,7 @@ def _safely(claim_name, fn, data) -> Verdict:
 
 
 def check(claim_name: str, seeds: dict | None = None, sweep: dict | None = None) -> Verdict:
-    """One claim by name: a claim of :data:`CLAIMS` on the records ``seeds``, or of :data:`SWEEP_CLAIMS` on ``sweep``."""
+    """One claim by name: a claim of ``CLAIMS`` on the records ``seeds``, or of ``SWEEP_CLAIMS`` on ``sweep``."""
     if claim_name in CLAIMS:
         if seeds is None:
             raise ValueError(f"seeds must be given for the claim {claim_name!r} (a dict of per-seed records)")

@@ -4,13 +4,13 @@ A configuration is a :class:`LabConfig`: the seeds, the arms (one :class:`Arm` p
 position scheme and its options), the model, the training budget, the evaluation
 sizes, the probes, the RoPE extension experiment and the learning-rate sweep, each
 a small dataclass whose defaults are the book's. Like nanoGPT's ``GPTConfig``, a
-configuration is data: :meth:`LabConfig.to_dict` gives the JSON the stored results
-record, and :meth:`LabConfig.from_dict` reads it back, refusing any key it does not
+configuration is data: ``LabConfig.to_dict()`` gives the JSON the stored results
+record, and ``LabConfig.from_dict()`` reads it back, refusing any key it does not
 know (a misspelt ``"stpes"`` is a ``ValueError`` naming it, at every level).
 
 :data:`CONFIGS` holds ``full`` (the book's numbers) and ``reduced`` (the same
 pipeline at a tiny size, for continuous integration); :func:`get_config` returns
-either by name. Change a field with :func:`dataclasses.replace` or
+either by name. Change a field with ``dataclasses.replace`` or
 :meth:`LabConfig.with_changes`, which also reaches into the sections::
 
     cfg = get_config("reduced").with_changes(seeds=(3,), train={"steps": 20})
@@ -314,7 +314,7 @@ CONFIGS = {
 
 
 def get_config(config="reduced") -> LabConfig:
-    """:data:`CONFIGS` by name, a :class:`LabConfig` as it is, or one read from a dict (:meth:`LabConfig.from_dict`)."""
+    """:data:`CONFIGS` by name, a :class:`LabConfig` as it is, or one read from a dict (``LabConfig.from_dict()``)."""
     if isinstance(config, LabConfig):
         return config
     if isinstance(config, dict):

@@ -115,7 +115,7 @@ def perplexity_by_length(model, stream: torch.Tensor, lengths, tokens_per_length
     them with in-range positions.
 
     ``file_starts`` (the offsets at which the files of ``stream`` start, e.g.
-    :attr:`companion.lab.data.Corpus.validation_starts`) and ``blocks`` (increasing
+    ``Corpus.validation_starts``) and ``blocks`` (increasing
     position edges, e.g. ``[0, 32, 64, 128]``) add ``nll_by_file`` and
     ``tokens_by_file``: for each file (the file of the predicted token) and each block
     of window positions ``[blocks[j], blocks[j + 1])``, the summed negative

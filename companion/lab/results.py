@@ -58,7 +58,7 @@ class LabResults:
 
     @property
     def held_out_seeds(self) -> list[int]:
-        """The seeds of this run run only after the claims were frozen."""
+        """The seeds of this run that were trained only after the claims were frozen."""
         return [s for s in self.seed_list() if s in self.summary["held_out_seeds"]]
 
     def subset(self, seeds) -> "LabResults":
