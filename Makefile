@@ -9,7 +9,8 @@
 #
 # Setup is automatic: a virtual environment in .venv (Python 3.11+, torch pinned to 2.13.0,
 # its CPU build), the pinned front-end files in node_modules (npm ci), and, for the browser
-# tests, Chromium from the system's package manager (or CHROMIUM=/path/to/chromium).
+# tests, Chromium from the system's package manager (or CHROMIUM=/path/to/chromium); for
+# the grading tests, bubblewrap (the grader's sandbox) from the system's package manager.
 #
 # make test runs the tests in parallel, one pytest-xdist worker per core: one worker builds
 # the book while the others run the tests that do not need it (tests/conftest.py orders
@@ -29,7 +30,7 @@ PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 TORCH_INDEX := https://download.pytorch.org/whl/cpu
 PYTEST_ARGS ?=
 
-.PHONY: book test serve lab bench clean-notebooks browser clean assignments book-without-solutions
+.PHONY: book test serve lab bench clean-notebooks browser sandbox clean assignments book-without-solutions
 
 book: $(PY_STAMP) $(NPM_STAMP) $(KERNEL_CONFIG)
 	$(BIN)/jupyter-book build . -W -n --keep-going
@@ -37,7 +38,7 @@ book: $(PY_STAMP) $(NPM_STAMP) $(KERNEL_CONFIG)
 	@echo "The book is in _build/html. Open _build/html/index.html, or run 'make serve'"
 	@echo "and visit http://127.0.0.1:8000/"
 
-test: $(PY_STAMP) $(NPM_STAMP) $(KERNEL_CONFIG) browser tex
+test: $(PY_STAMP) $(NPM_STAMP) $(KERNEL_CONFIG) browser tex sandbox
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 # Every lesson, or only those named: make assignments LESSONS="lessons/03_rope.ipynb"
@@ -87,6 +88,11 @@ $(NPM_STAMP): package.json package-lock.json
 # when it is missing.
 browser:
 	@[ -n "$$CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || tools/install_chromium.sh
+
+# The assignment grader runs every submission in a bubblewrap sandbox (tools/grading), and
+# the tests grade submissions written to cheat: install bubblewrap when it is missing.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || tools/install_bubblewrap.sh
 
 clean:
 	rm -rf _build

@@ -9,6 +9,9 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.alibi` -- attention with linear biases (chapter 4)
 - :mod:`companion.nope` -- no positional encoding, and Llama 4's interleaved layers (chapter 5)
 - :mod:`companion.scaling` -- context extension for RoPE (chapter 6)
+- :mod:`companion.trained_range` -- which pairs a longer context takes past the trained angles (chapter 6's interactive figure)
+- :mod:`companion.interpolation` -- why interpolating is safer than extrapolating (chapters 6 and 8)
+- :mod:`companion.sampling` -- positions read at whole numbers: aliasing and clock hands (chapter 8)
 - :mod:`companion.configs` -- what a checkpoint's ``config.json`` makes the library run (chapter 10)
 - :mod:`companion.precision` -- RoPE angles, tables and scores in float32, bfloat16 and float16 (chapter 10)
 - :mod:`companion.mrope` -- RoPE over several position axes: M-RoPE and 2-D RoPE (chapter 11)
@@ -24,13 +27,27 @@ One module per idea, in the order the book meets them:
 The lab of chapter 9 is the subpackage :mod:`companion.lab` (tiny models trained with
 every scheme, their data, training, evaluations and experiments, and the stored
 results the chapters read); import it with ``from companion import lab``.
-"""
-from . import (absolute, alibi, attention, checks, configs, exercises, layers, mrope, nope, precision, relative, remap,
-               rope, scaling, sinks, symbolic)
 
-__version__ = "0.2.0"
+``import companion`` loads none of them: each module is imported when it is first
+used (``companion.rope``, ``from companion import rope``), so a script that needs
+the numbers of one chapter does not wait for SymPy or the figures.
+"""
+import importlib
+
+__version__ = "0.3.0"
 
 __all__ = [
-    "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "symbolic", "checks", "exercises",
-    "configs", "precision", "mrope", "layers", "sinks", "remap",
+    "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "trained_range", "interpolation",
+    "sampling", "symbolic", "checks", "exercises", "configs", "precision", "mrope", "layers", "sinks", "remap",
 ]
+
+
+def __getattr__(name: str):
+    """``companion.<module>``: the submodule, imported on first use (PEP 562)."""
+    if name in __all__ or name in ("figures", "plotting", "lab"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | {"figures", "plotting", "lab"})

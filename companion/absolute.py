@@ -15,13 +15,16 @@ Component order follows Vaswani et al. (2017): pair :math:`i` occupies component
 """
 from __future__ import annotations
 
-import numbers
+from typing import Annotated
 
 import numpy as np
 import torch
 from torch import nn
 
-from . import _checks
+from . import _tensors
+from ._contracts import (MAX_POSITION, Array, EvenSize, Finite, Matrix, Offset, Positions, Positive, Size,
+                         TensorPositions, TorchDtype, WholeNumbers, broadcast, contract, entries, rows_fit, same_shape,
+                         square)
 
 __all__ = [
     "frequencies",
@@ -37,8 +40,8 @@ __all__ = [
     "perplexity",
 ]
 
-
-def frequencies(d: int, base: float = 10000.0) -> np.ndarray:
+@contract(entries("d / 2", lambda d: d // 2))
+def frequencies(d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
     r"""Angular frequency of each pair of components.
 
     .. math:: \omega_i = \text{base}^{-2i/d}, \qquad i = 0, \dots, d/2 - 1 .
@@ -55,14 +58,14 @@ def frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     -------
     float64 array of shape ``(d // 2,)``.
     """
-    d = _checks.even_positive_int("d", d)
-    _checks.entries("d / 2", d // 2)
-    base = _checks.positive_float("base", base)
+    # i = 0 .. d/2 - 1
     i = np.arange(d // 2)
+    # omega_i = base^(-2i/d)
     return base ** (-2.0 * i / d)
 
 
-def wavelengths(d: int, base: float = 10000.0) -> np.ndarray:
+@contract(entries("d / 2", lambda d: d // 2))
+def wavelengths(d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
     r"""Wavelength, in tokens, of each pair of components.
 
     .. math:: \lambda_i = \frac{2\pi}{\omega_i} = 2\pi\,\text{base}^{2i/d} .
@@ -71,10 +74,12 @@ def wavelengths(d: int, base: float = 10000.0) -> np.ndarray:
     :math:`2\pi\,\text{base}^{(d-2)/d}`: about 60,600 tokens at ``d = 512`` and
     about 47,100 at ``d = 64`` (Vaswani et al. 2017). Shape ``(d // 2,)``, float64.
     """
-    return 2.0 * np.pi / frequencies(d, base)
+    # lambda_i = 2 pi / omega_i
+    return 2.0 * np.pi / frequencies.__wrapped__(d, base)
 
 
-def sinusoidal(positions, d: int, base: float = 10000.0) -> np.ndarray:
+@contract(entries("positions.size * d", lambda positions, d: positions.size * d))
+def sinusoidal(positions: Positions, d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
     r"""Sinusoidal position vectors of Vaswani et al. (2017).
 
     .. math::
@@ -92,16 +97,12 @@ def sinusoidal(positions, d: int, base: float = 10000.0) -> np.ndarray:
     -------
     float64 array of shape ``positions.shape + (d,)``; ``(n, d)`` for ``n`` positions.
     """
-    return _sinusoid("positions", _checks.positions("positions", positions), d, base)
-
-
-def _sinusoid(name: str, p: np.ndarray, d: int, base: float) -> np.ndarray:
-    """:func:`sinusoidal` of already validated positions ``p`` (named ``name`` in errors)."""
-    w = frequencies(d, base)
-    _checks.entries(f"{name}.size * d", p.size * w.size * 2)
-    angles = p.astype(np.float64)[..., None] * w
-    pe = np.empty(p.shape + (d,))
+    # omega_i p, shape positions.shape + (d/2,)
+    angles = positions.astype(np.float64)[..., None] * frequencies.__wrapped__(d, base)
+    pe = np.empty(positions.shape + (d,))
+    # PE(p)_{2i} = sin(omega_i p)
     pe[..., 0::2] = np.sin(angles)
+    # PE(p)_{2i+1} = cos(omega_i p)
     pe[..., 1::2] = np.cos(angles)
     return pe
 
@@ -115,28 +116,24 @@ class SinusoidalPositions(nn.Module):
     (float32 on devices without float64), then cast.
     """
 
-    def __init__(self, d: int, base: float = 10000.0):
+    @contract
+    def __init__(self, d: EvenSize, base: Positive = 10000.0):
         super().__init__()
-        self.d = _checks.even_positive_int("d", d)
-        self.base = _checks.positive_float("base", base)
+        self.d = d
+        self.base = base
 
-    def forward(self, positions, dtype: torch.dtype | None = None) -> torch.Tensor:
-        p = _torch_positions("positions", positions)
-        if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-            raise ValueError(f"dtype must be a floating-point torch.dtype (or None), got {dtype!r}")
-        _checks.entries("positions.numel() * d", p.numel() * self.d)
-        work = _work_dtype(p.device)
-        two_i = torch.arange(0, self.d, 2, device=p.device, dtype=work)
-        w = self.base ** (-two_i / self.d)
-        angles = p.to(work)[..., None] * w
-        pe = torch.stack((torch.sin(angles), torch.cos(angles)), dim=-1).flatten(-2)
-        return pe.to(dtype or torch.get_default_dtype())
+    @contract(entries("positions.numel() * d", lambda self, positions: positions.numel() * self.d))
+    def forward(self, positions: Annotated[torch.Tensor, TensorPositions(floats=False)],
+                dtype: Annotated[torch.dtype, TorchDtype()] | None = None) -> torch.Tensor:
+        # PE(p) in float64, shape positions.shape + (d,), then cast
+        return _tensors.sinusoid(positions, self.d, self.base).to(dtype or torch.get_default_dtype())
 
     def extra_repr(self) -> str:
         return f"d={self.d}, base={self.base}"
 
 
-def rotation_for_offset(k: int, d: int, base: float = 10000.0) -> np.ndarray:
+@contract(entries("d * d", lambda d: d * d))
+def rotation_for_offset(k: Offset, d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
     r"""The fixed linear map that moves a sinusoid ``k`` positions on.
 
     .. math::
@@ -164,13 +161,13 @@ def rotation_for_offset(k: int, d: int, base: float = 10000.0) -> np.ndarray:
     -------
     float64 array of shape ``(d, d)``, block-diagonal with 2 x 2 blocks.
     """
-    k = _offset("k", k)
-    _checks.entries("d * d", _checks.even_positive_int("d", d) ** 2)
-    angle = frequencies(d, base) * float(k)
+    # omega_i k
+    angle = frequencies.__wrapped__(d, base) * float(k)
     c, s = np.cos(angle), np.sin(angle)
     sin_row = np.arange(0, d, 2)
     cos_row = sin_row + 1
     R = np.zeros((d, d))
+    # B_i = [[cos omega_i k, sin omega_i k], [-sin omega_i k, cos omega_i k]] on rows and columns (2i, 2i+1)
     R[sin_row, sin_row] = c
     R[sin_row, cos_row] = s
     R[cos_row, sin_row] = -s
@@ -178,7 +175,9 @@ def rotation_for_offset(k: int, d: int, base: float = 10000.0) -> np.ndarray:
     return R
 
 
-def position_dot_products(m, n, d: int, base: float = 10000.0) -> np.ndarray:
+@contract(broadcast("m", "n"), entries("m.size * d", lambda m, d: m.size * d),
+          entries("n.size * d", lambda n, d: n.size * d))
+def position_dot_products(m: Positions, n: Positions, d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
     r"""Dot products :math:`PE(m) \cdot PE(n)` of sinusoidal position vectors.
 
     .. math::
@@ -193,29 +192,28 @@ def position_dot_products(m, n, d: int, base: float = 10000.0) -> np.ndarray:
     ``m`` and ``n`` are non-negative integers of broadcastable shapes; the result has
     their broadcast shape (use ``m[:, None]`` and ``n[None, :]`` for a table).
     """
-    m = _checks.positions("m", m)
-    n = _checks.positions("n", n)
-    try:
-        np.broadcast_shapes(m.shape, n.shape)
-    except ValueError as err:
-        raise ValueError(f"m and n must have shapes that broadcast, got {m.shape} and {n.shape}") from err
-    return np.sum(_sinusoid("m", m, d, base) * _sinusoid("n", n, d, base), axis=-1)
+    # PE(m) . PE(n), summed over the d components
+    return np.sum(sinusoidal.__wrapped__(m, d, base) * sinusoidal.__wrapped__(n, d, base), axis=-1)
 
 
-def dot_product_at_distance(k, d: int, base: float = 10000.0) -> np.ndarray:
+@contract(entries("k.size * d / 2", lambda k, d: k.size * (d // 2)))
+def dot_product_at_distance(k: Annotated[np.ndarray, WholeNumbers(signed=True)], d: EvenSize,
+                            base: Positive = 10000.0) -> np.ndarray:
     r"""Closed form of :math:`PE(m)\cdot PE(m + k)`: :math:`\sum_i \cos(\omega_i k)`.
 
     Vaswani et al. (2017) sinusoids; ``k`` is an integer distance of any sign and any
     shape, and the result (float64) has the shape of ``k``. Equal at ``k`` and ``-k``:
     the dot product alone cannot tell before from after.
     """
-    k = _checks.integers("k", k).astype(np.float64)
-    w = frequencies(d, base)
-    _checks.entries("k.size * d / 2", k.size * w.size)
-    return np.sum(np.cos(k[..., None] * w), axis=-1)
+    # omega_i k, shape k.shape + (d/2,)
+    angles = k.astype(np.float64)[..., None] * frequencies.__wrapped__(d, base)
+    # sum_i cos(omega_i k)
+    return np.sum(np.cos(angles), axis=-1)
 
 
-def score_terms(e, pe, w_q, w_k) -> dict:
+@contract(same_shape("e", "pe"), rows_fit("e", "w_q", "w_k"), same_shape("w_q", "w_k"),
+          result=Finite("e and pe", "the four terms must stay finite: scale e and pe down"))
+def score_terms(e: Matrix, pe: Matrix, w_q: Matrix, w_k: Matrix) -> dict:
     r"""The four terms of an attention score when positions are added to the input.
 
     With :math:`x_i = e_i + p_i` (token embedding plus position vector, rows) and
@@ -243,34 +241,39 @@ def score_terms(e, pe, w_q, w_k) -> dict:
     ``"position_content"``, ``"position_position"`` and ``"total"``, each
     ``(n, n)`` float64 (``total`` is the sum of the four).
     """
-    e = _matrix("e", e)
-    pe = _matrix("pe", pe)
-    if pe.shape != e.shape:
-        raise ValueError(f"pe must have the shape of e {e.shape}, got {pe.shape}")
-    w_q = _matrix("w_q", w_q, rows=e.shape[1])
-    w_k = _matrix("w_k", w_k, rows=e.shape[1])
-    if w_k.shape != w_q.shape:
-        raise ValueError(f"w_k must have the shape of w_q {w_q.shape}, got {w_k.shape}")
+    # M = W_Q W_K^T, shape (d_model, d_model)
     M = w_q @ w_k.T
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
-        terms = {
-            "content_content": e @ M @ e.T,
-            "content_position": e @ M @ pe.T,
-            "position_content": pe @ M @ e.T,
-            "position_position": pe @ M @ pe.T,
-        }
-        terms["total"] = sum(terms.values())
-    _checks.finite_result("e and pe", terms["total"], "the four terms must stay finite: scale e and pe down")
+    terms = {
+        # e_i M e_j^T
+        "content_content": e @ M @ e.T,
+        # e_i M p_j^T
+        "content_position": e @ M @ pe.T,
+        # p_i M e_j^T
+        "position_content": pe @ M @ e.T,
+        # p_i M p_j^T
+        "position_position": pe @ M @ pe.T,
+    }
+    # x_i M x_j^T, the sum of the four
+    terms["total"] = sum(terms.values())
     return terms
 
 
-def position_score(m, k: int, M, base: float = 10000.0) -> np.ndarray:
+def _shifted_positions(m, k) -> None:
+    if m.size and m.min() + k < 0:
+        raise ValueError(f"m + k must be >= 0 for every m (positions start at 0); got min(m) + k = {m.min() + k}")
+    if m.size and m.max() + k > MAX_POSITION:
+        raise ValueError(f"m + k must be at most 2**32 (the supported range); got max(m) + k = {m.max() + k}")
+
+
+@contract(square("M", even=True), _shifted_positions, entries("m.size * d", lambda m, M: m.size * M.shape[0]),
+          result=Finite("M's entries", "the score overflows float64: scale M down"))
+def position_score(m: Positions, k: Offset, M: Matrix, base: Positive = 10000.0) -> np.ndarray:
     r"""Position-position score :math:`PE(m)^{\mathsf T} M\, PE(m + k)` at a fixed distance.
 
     For :math:`M = I` this is :func:`dot_product_at_distance` and does not depend on
     :math:`m`; for a general :math:`M` it does, unless :math:`M` is block-diagonal
     with 2 x 2 blocks of the form :math:`\begin{pmatrix} a & -b \\ b & a\end{pmatrix}`
-    (Vaswani et al. 2017 sinusoids; the chapter's figure 1).
+    (Vaswani et al. 2017 sinusoids; the chapter's interactive figure).
 
     Parameters
     ----------
@@ -282,19 +285,17 @@ def position_score(m, k: int, M, base: float = 10000.0) -> np.ndarray:
     -------
     float64 array of the shape of ``m``.
     """
-    M = _checks.array("M", M)
-    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] % 2 or M.shape[0] == 0:
-        raise ValueError(f"M must be a square d x d matrix with d even and >= 2, got shape {M.shape}")
-    k = _offset("k", k)
-    m = _checks.positions("m", m)
-    if m.size and m.min() + k < 0:
-        raise ValueError(f"m + k must be >= 0 for every m (positions start at 0); got min(m) + k = {m.min() + k}")
-    if m.size and m.max() + k > _checks.MAX_POSITION:
-        raise ValueError(f"m + k must be at most 2**32 (the supported range); got max(m) + k = {m.max() + k}")
     d = M.shape[0]
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = np.einsum("...i,ij,...j->...", _sinusoid("m", m, d, base), M, _sinusoid("m", m + k, d, base))
-    return _checks.finite_result("M's entries", out, "the score overflows float64: scale M down")
+    # PE(m)^T M PE(m + k)
+    return np.einsum("...i,ij,...j->...", sinusoidal.__wrapped__(m, d, base), M, sinusoidal.__wrapped__(m + k, d, base))
+
+
+def _row_exists(self, positions) -> None:
+    if positions.numel() and int(positions.max()) >= self.max_positions:
+        raise IndexError(
+            f"positions must lie in 0..{self.max_positions - 1}: this table has "
+            f"{self.max_positions} rows (max_positions), so position {int(positions.max())} has no vector"
+        )
 
 
 class LearnedPositions(nn.Module):
@@ -311,28 +312,39 @@ class LearnedPositions(nn.Module):
     ``IndexError`` for one past the table, ``ValueError`` for a negative one.
     """
 
-    def __init__(self, max_positions: int, d: int):
+    @contract(entries("max_positions * d", lambda max_positions, d: max_positions * d))
+    def __init__(self, max_positions: Size, d: Size):
         super().__init__()
-        self.max_positions = _checks.size("max_positions", max_positions)
-        self.d = _checks.size("d", d)
-        _checks.entries("max_positions * d", self.max_positions * self.d)
+        self.max_positions = max_positions
+        self.d = d
         self.table = nn.Embedding(self.max_positions, self.d)
+        # P[p] ~ N(0, 0.02^2)
         nn.init.normal_(self.table.weight, mean=0.0, std=0.02)
 
-    def forward(self, positions) -> torch.Tensor:
-        p = _torch_positions("positions", positions, device=self.table.weight.device)
-        if p.numel() and int(p.max()) >= self.max_positions:
-            raise IndexError(
-                f"positions must lie in 0..{self.max_positions - 1}: this table has "
-                f"{self.max_positions} rows (max_positions), so position {int(p.max())} has no vector"
-            )
-        return self.table(p)
+    @contract(_row_exists)
+    def forward(self, positions: Annotated[torch.Tensor, TensorPositions(floats=False)]) -> torch.Tensor:
+        # P[p], shape positions.shape + (d,)
+        return self.table(positions.to(self.table.weight.device))
 
     def extra_repr(self) -> str:
         return f"max_positions={self.max_positions}, d={self.d}"
 
 
-def perplexity(probabilities) -> float:
+_LOG_MAX_FLOAT = float(np.log(np.finfo(np.float64).max))
+
+
+def _not_too_small(probabilities) -> None:
+    mean_nll = -np.mean(np.log(probabilities))
+    if mean_nll > _LOG_MAX_FLOAT:
+        raise ValueError(
+            "probabilities must not be this small: the perplexity exceeds the largest float64 "
+            f"(1.8e308); the mean negative log-likelihood is {mean_nll:.6g} nats, report that instead"
+        )
+
+
+@contract(_not_too_small)
+def perplexity(probabilities: Annotated[np.ndarray, Array(nonempty=True, positive=True, at_most=1.0, why=(
+        "a probability of 0 for the true token gives an infinite perplexity"))]) -> float:
     r"""Perplexity of a language model from the probabilities it gave the true next tokens.
 
     .. math::
@@ -358,61 +370,5 @@ def perplexity(probabilities) -> float:
     -------
     float >= 1.
     """
-    p = _checks.array("probabilities", probabilities).ravel()
-    if p.size == 0:
-        raise ValueError("probabilities must contain at least one probability, got an empty array")
-    if np.any(p <= 0) or np.any(p > 1):
-        raise ValueError(
-            "probabilities must lie in (0, 1] (a probability of 0 for the true token gives an "
-            f"infinite perplexity), got values from {p.min()} to {p.max()}"
-        )
-    mean_nll = -np.mean(np.log(p))
-    if mean_nll > _LOG_MAX_FLOAT:
-        raise ValueError(
-            "probabilities must not be this small: the perplexity exceeds the largest float64 "
-            f"(1.8e308); the mean negative log-likelihood is {mean_nll:.6g} nats, report that instead"
-        )
-    return float(np.exp(mean_nll))
-
-
-# --- private helpers ---------------------------------------------------------------
-
-_LOG_MAX_FLOAT = float(np.log(np.finfo(np.float64).max))
-
-
-def _offset(name: str, value) -> int:
-    """An integer offset or distance of either sign within the supported range, or ValueError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or abs(value) > _checks.MAX_POSITION:
-        raise ValueError(
-            f"{name} must be an integer offset (positive, zero or negative) of size at most 2**32, got {value!r}"
-        )
-    return int(value)
-
-
-def _matrix(name: str, value, rows: int | None = None) -> np.ndarray:
-    arr = _checks.array(name, value)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix, got shape {arr.shape}")
-    if rows is not None and arr.shape[0] != rows:
-        raise ValueError(f"{name} must have {rows} rows (the width of the embeddings), got shape {arr.shape}")
-    return arr
-
-
-def _torch_positions(name: str, positions, device=None) -> torch.Tensor:
-    """An int64 tensor of non-negative positions (moved to ``device`` if given), or ValueError.
-
-    Integer tensors, lists and numpy arrays are accepted, and so are floating-point
-    tensors holding whole numbers (detached); every position must be at most 2**32.
-    """
-    p = _checks.tensor_integers(name, positions, "non-negative integers", floats=False)
-    if device is not None:
-        p = p.to(device)
-    if p.numel() and int(p.min()) < 0:
-        raise ValueError(f"{name} must be non-negative integers, got a minimum of {int(p.min())}")
-    return p
-
-
-
-def _work_dtype(device: torch.device) -> torch.dtype:
-    """float64 for exact-as-possible angles, except on devices that lack it (Apple MPS)."""
-    return torch.float32 if device.type == "mps" else torch.float64
+    # exp(-(1/N) sum_t ln p_t)
+    return float(np.exp(-np.mean(np.log(probabilities))))

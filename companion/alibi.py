@@ -9,18 +9,31 @@ renormalising, so steep heads look nearby and gentle heads look far.
 """
 from __future__ import annotations
 
-import numbers
+from typing import Annotated
 
 import numpy as np
 import torch
 from torch import nn
 
-from . import _checks
+from . import _tensors
+from ._contracts import MAX_ENTRIES, Flag, Integer, NonNegative, Real, Size, contract, entries, keys_after_queries
+from .attention import relative_positions
 
-__all__ = ["slopes", "bias", "distance_weights", "tail_weight", "effective_span", "ALiBi"]
+__all__ = ["slopes", "largest_power_of_two", "bias", "distance_weights", "tail_weight", "effective_span", "ALiBi"]
+
+#: A number of heads: an integer in 1..2**28.
+Heads = Annotated[int, Integer(1, MAX_ENTRIES)]
 
 
-def slopes(n_heads: int) -> np.ndarray:
+@contract
+def largest_power_of_two(n_heads: Heads) -> int:
+    """``P``, the largest power of two ``<= n_heads``: how many heads get the first, geometric slopes."""
+    # 2^floor(log2 H), from the bit length of H
+    return 1 << (n_heads.bit_length() - 1)
+
+
+@contract
+def slopes(n_heads: Heads) -> np.ndarray:
     r"""The fixed slope of each head (Press, Smith & Lewis 2022, section 3).
 
     For :math:`H` a power of two, a geometric sequence that starts and shrinks by
@@ -36,16 +49,19 @@ def slopes(n_heads: int) -> np.ndarray:
 
     Returns float64 of shape ``(n_heads,)``.
     """
-    n_heads = _checks.size("n_heads", n_heads, maximum=_checks.MAX_ENTRIES)
-    p = 1 << (n_heads.bit_length() - 1)  # largest power of two <= n_heads
+    p = largest_power_of_two.__wrapped__(n_heads)
     h = np.arange(1, p + 1)
+    # m_h = 2^(-8h/P), h = 1..P
     first = 2.0 ** (-8.0 * h / p)
     k = np.arange(n_heads - p)
+    # 2^(-4(2k+1)/P): every other slope of the list for 2P heads
     rest = 2.0 ** (-8.0 * (2 * k + 1) / (2 * p))
     return np.concatenate([first, rest])
 
 
-def bias(n_heads: int, n_queries: int, n_keys: int | None = None, mask_future: bool = True) -> np.ndarray:
+@contract(keys_after_queries, entries("n_heads * n_queries * n_keys",
+                                      lambda n_heads, n_queries, n_keys: n_heads * n_queries * (n_keys or n_queries)))
+def bias(n_heads: Heads, n_queries: Size, n_keys: Size | None = None, mask_future: Flag = True) -> np.ndarray:
     r"""ALiBi's causal score bias for every head (Press, Smith & Lewis 2022, section 3).
 
     .. math::
@@ -72,20 +88,19 @@ def bias(n_heads: int, n_queries: int, n_keys: int | None = None, mask_future: b
 
     Returns float64 of shape ``(n_heads, n_queries, n_keys)``.
     """
-    n_heads = _checks.size("n_heads", n_heads, maximum=_checks.MAX_ENTRIES)
-    n_queries, n_keys = _sizes(n_queries, n_keys)
-    mask_future = _checks.boolean("mask_future", mask_future)
-    _checks.entries("n_heads * n_queries * n_keys", n_heads * n_queries * n_keys)
-    m = slopes(n_heads)
-    i = np.arange(n_queries)[:, None] + (n_keys - n_queries)
-    j = np.arange(n_keys)[None, :]
-    b = m[:, None, None] * (j - i)  # = -m (i - j), written so the diagonal is +0.0
+    m = slopes.__wrapped__(n_heads)
+    # j - i, the query rows being the last positions: (n_queries, n_keys)
+    distance = relative_positions.__wrapped__(n_queries, n_keys)
+    # b_{h,ij} = -m_h (i - j), written m_h (j - i) so that the diagonal is +0.0: (n_heads, n_queries, n_keys)
+    b = m[:, None, None] * distance
     if mask_future:
-        b = np.where(j <= i, b, -np.inf)
+        # -inf where j > i
+        b = np.where(distance <= 0, b, -np.inf)
     return b
 
 
-def distance_weights(n_heads: int, n_keys: int) -> np.ndarray:
+@contract(entries("n_heads * n_keys", lambda n_heads, n_keys: n_heads * n_keys))
+def distance_weights(n_heads: Heads, n_keys: Size) -> np.ndarray:
     r"""Each head's weights by distance when every content score is the same.
 
     With equal content scores :math:`q_i \cdot k_j`, ALiBi's softmax for the newest
@@ -104,15 +119,19 @@ def distance_weights(n_heads: int, n_keys: int) -> np.ndarray:
 
     Returns float64 of shape ``(n_heads, n_keys)``; each row sums to 1.
     """
-    n_heads = _checks.size("n_heads", n_heads, maximum=_checks.MAX_ENTRIES)
-    n_keys = _checks.size("n_keys", n_keys)
-    _checks.entries("n_heads * n_keys", n_heads * n_keys)
-    m = slopes(n_heads)[:, None]
+    m = slopes.__wrapped__(n_heads)[:, None]
     k = np.arange(n_keys)[None, :]
+    # w_{h,k} = e^{-m_h k} (1 - e^{-m_h}) / (1 - e^{-m_h n})
     return np.exp(-m * k) * (np.expm1(-m) / np.expm1(-m * n_keys))
 
 
-def tail_weight(n_heads: int, n_keys: int, distance: int) -> np.ndarray:
+def _distance_in_row(n_keys, distance) -> None:
+    if distance >= n_keys:
+        raise ValueError(f"distance must be an integer in 0..{n_keys - 1} (n_keys - 1), got {distance!r}")
+
+
+@contract(_distance_in_row)
+def tail_weight(n_heads: Heads, n_keys: Size, distance: NonNegative) -> np.ndarray:
     r"""The weight each head puts on keys ``distance`` or more positions back, for equal content.
 
     Summing :func:`distance_weights` over :math:`k \ge D` (a geometric tail):
@@ -127,15 +146,13 @@ def tail_weight(n_heads: int, n_keys: int, distance: int) -> np.ndarray:
 
     Returns float64 of shape ``(n_heads,)``.
     """
-    m = slopes(n_heads)
-    n_keys = _checks.size("n_keys", n_keys)
-    if isinstance(distance, bool) or not isinstance(distance, numbers.Integral) or not 0 <= distance < n_keys:
-        raise ValueError(f"distance must be an integer in 0..{n_keys - 1} (n_keys - 1), got {distance!r}")
-    distance = int(distance)
+    m = slopes.__wrapped__(n_heads)
+    # T_h(D) = (e^{-m_h D} - e^{-m_h n}) / (1 - e^{-m_h n})
     return np.exp(-m * distance) * (np.expm1(-m * (n_keys - distance)) / np.expm1(-m * n_keys))
 
 
-def effective_span(n_heads: int, n_keys: int, share: float = 0.9) -> np.ndarray:
+@contract(entries("n_heads * n_keys", lambda n_heads, n_keys: n_heads * n_keys))
+def effective_span(n_heads: Heads, n_keys: Size, share: Annotated[float, Real(gt=0.0, lt=1.0)] = 0.9) -> np.ndarray:
     r"""Each head's effective span: the smallest distance that holds ``share`` of the weight.
 
     For equal content scores and the newest query of a row of ``n_keys`` keys, the
@@ -156,9 +173,9 @@ def effective_span(n_heads: int, n_keys: int, share: float = 0.9) -> np.ndarray:
 
     Returns int64 of shape ``(n_heads,)``, each in ``0 .. n_keys - 1``.
     """
-    if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < share < 1:
-        raise ValueError(f"share must be a real number with 0 < share < 1, got {share!r}")
-    cumulative = np.cumsum(distance_weights(n_heads, n_keys), axis=-1)
+    # sum_{k <= D} w_{h,k}, per head
+    cumulative = np.cumsum(distance_weights.__wrapped__(n_heads, n_keys), axis=-1)
+    # the smallest D whose cumulative weight reaches the share
     return np.minimum((cumulative < share).sum(axis=-1), n_keys - 1).astype(np.int64)
 
 
@@ -172,32 +189,26 @@ class ALiBi(nn.Module):
     the scores before the softmax.
     """
 
-    def __init__(self, n_heads: int):
+    @contract
+    def __init__(self, n_heads: Heads):
         super().__init__()
-        self.n_heads = _checks.size("n_heads", n_heads, maximum=_checks.MAX_ENTRIES)
-        shown = torch.from_numpy(slopes(self.n_heads)).to(torch.get_default_dtype())
+        self.n_heads = n_heads
+        shown = torch.from_numpy(slopes.__wrapped__(self.n_heads)).to(torch.get_default_dtype())
         self.register_buffer("slopes", shown, persistent=False)
 
-    def forward(self, n_queries: int, n_keys: int | None = None) -> torch.Tensor:
-        n_queries, n_keys = _sizes(n_queries, n_keys)
-        _checks.entries("n_heads * n_queries * n_keys", self.n_heads * n_queries * n_keys)
+    @contract(keys_after_queries,
+              entries("n_heads * n_queries * n_keys",
+                      lambda self, n_queries, n_keys: self.n_heads * n_queries * (n_keys or n_queries)))
+    def forward(self, n_queries: Size, n_keys: Size | None = None) -> torch.Tensor:
         device, dtype = self.slopes.device, self.slopes.dtype
-        work = torch.float32 if device.type == "mps" else torch.float64
-        # Exact slopes at every call, so that casting the module to float32 and back loses nothing.
-        m = torch.tensor(slopes(self.n_heads), dtype=work, device=device).to(dtype)
-        i = torch.arange(n_queries, device=device)[:, None] + (n_keys - n_queries)
-        j = torch.arange(n_keys, device=device)[None, :]
-        b = m[:, None, None] * (j - i).to(dtype)
-        return b.masked_fill(j > i, float("-inf"))
+        # exact slopes at every call, so that casting the module to float32 and back loses nothing
+        m = torch.tensor(slopes.__wrapped__(self.n_heads), dtype=_tensors.work_dtype(device), device=device).to(dtype)
+        # j - i, shape (n_queries, n_keys)
+        distance = _tensors.relative_positions(n_queries, n_queries if n_keys is None else n_keys, device)
+        # m_h (j - i), shape (n_heads, n_queries, n_keys)
+        b = m[:, None, None] * distance.to(dtype)
+        # -inf where j > i
+        return b.masked_fill(distance > 0, float("-inf"))
 
     def extra_repr(self) -> str:
         return f"n_heads={self.n_heads}"
-
-
-def _sizes(n_queries, n_keys) -> tuple[int, int]:
-    """``(n_queries, n_keys)`` with ``n_keys`` defaulting to ``n_queries`` and ``>= n_queries``."""
-    n_queries = _checks.size("n_queries", n_queries)
-    n_keys = n_queries if n_keys is None else _checks.size("n_keys", n_keys)
-    if n_keys < n_queries:
-        raise ValueError(f"n_keys must be >= n_queries ({n_queries}): the queries are the last positions, got {n_keys}")
-    return n_queries, n_keys

@@ -13,26 +13,48 @@ the math.
 
 Shapes follow the usual convention: ``q`` is ``(..., n_queries, d_k)``, ``k`` is
 ``(..., n_keys, d_k)``, ``v`` is ``(..., n_keys, d_v)``; leading dimensions (batch,
-heads) broadcast.
+heads) broadcast. When there are more keys than queries (keys cached from earlier
+steps, the last query being the newest token), the queries are the *last*
+``n_queries`` positions (:func:`relative_positions`).
 """
 from __future__ import annotations
 
-import numbers
+from typing import Annotated
 
 import numpy as np
 
-from . import _checks
+from ._contracts import (Array, Finite, Integer, Mask, Matrix, Sequences, Size, WholeNumbers, contract, entries,
+                         keys_after_queries, leading_dims_broadcast, mask_and_bias_fit, permutation, rows_fit, rule,
+                         same_last_dim, same_size)
 
 __all__ = [
     "softmax",
+    "relative_positions",
     "causal_mask",
     "permutation_matrix",
     "scaled_dot_product_attention",
     "self_attention",
 ]
 
+#: Scores: real numbers of at least one dimension, where ``-inf`` masks an entry out.
+Scores = Annotated[np.ndarray, Array(ndim_at_least=1, neg_inf=True)]
+#: A score bias: real numbers that broadcast with the scores, ``-inf`` masking a key out.
+Bias = Annotated[np.ndarray, Array(neg_inf=True)]
 
-def softmax(scores, axis: int = -1) -> np.ndarray:
+
+def _axis_of_scores(scores, axis) -> None:
+    if not -scores.ndim <= axis < scores.ndim:
+        raise ValueError(f"axis must be an integer in [{-scores.ndim}, {scores.ndim - 1}] for scores of shape "
+                         f"{scores.shape}, got {axis!r}")
+    if scores.shape[axis] == 0:
+        raise ValueError(f"scores must have at least one entry along axis {axis}, got shape {scores.shape}")
+    if np.any(np.max(scores, axis=axis) == -np.inf):
+        raise ValueError("scores must keep a finite entry in every slice along `axis`: "
+                         "a slice that is entirely -inf leaves nothing to attend to")
+
+
+@contract(_axis_of_scores)
+def softmax(scores: Scores, axis: Annotated[int, Integer()] = -1) -> np.ndarray:
     r"""Numerically stable softmax along ``axis``.
 
     .. math:: \operatorname{softmax}(s)_j = \frac{e^{s_j - \max_l s_l}}{\sum_k e^{s_k - \max_l s_l}}
@@ -42,23 +64,39 @@ def softmax(scores, axis: int = -1) -> np.ndarray:
     Entries equal to ``-inf`` (masked positions) get weight exactly 0; a slice that is
     entirely ``-inf`` has no valid softmax and raises ``ValueError``.
     """
-    s = _checks.array("scores", scores, neg_inf=True)
-    if s.ndim == 0:
-        raise ValueError("scores must have at least 1 dimension, got a scalar")
-    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -s.ndim <= axis < s.ndim:
-        raise ValueError(f"axis must be an integer in [{-s.ndim}, {s.ndim - 1}] for scores of shape {s.shape}, "
-                         f"got {axis!r}")
-    if s.shape[axis] == 0:
-        raise ValueError(f"scores must have at least one entry along axis {axis}, got shape {s.shape}")
-    peak = np.max(s, axis=axis, keepdims=True)
-    if np.any(peak == -np.inf):
-        raise ValueError("scores must keep a finite entry in every slice along `axis`: "
-                         "a slice that is entirely -inf leaves nothing to attend to")
-    e = np.exp(s - peak)
+    # max_l s_l, kept as an axis of length 1
+    peak = np.max(scores, axis=axis, keepdims=True)
+    # e^{s_j - max_l s_l}
+    e = np.exp(scores - peak)
+    # e^{s_j - max} / sum_k e^{s_k - max}
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def causal_mask(n_queries: int, n_keys: int | None = None) -> np.ndarray:
+@contract(keys_after_queries,
+          entries("n_queries * n_keys", lambda n_queries, n_keys: n_queries * (n_keys or n_queries)))
+def relative_positions(n_queries: Size, n_keys: Size | None = None) -> np.ndarray:
+    r"""Key position minus query position, :math:`j - i`, for every pair.
+
+    Query row ``r`` sits at position :math:`i = r + n_\text{keys} - n_\text{queries}`
+    (the queries are the last positions, as with keys cached from earlier steps); key
+    column ``j`` at position ``j``. ``n_keys`` defaults to ``n_queries`` and must be
+    ``>= n_queries``.
+
+    Returns an int64 array of shape ``(n_queries, n_keys)``; 0 on the diagonal,
+    negative for keys in the past (Shaw et al. 2018; Raffel et al. 2020).
+    """
+    n_keys = n_queries if n_keys is None else n_keys
+    # i = r + n_keys - n_queries, shape (n_queries, 1)
+    i = np.arange(n_queries)[:, None] + (n_keys - n_queries)
+    # j, shape (1, n_keys)
+    j = np.arange(n_keys)[None, :]
+    # j - i, shape (n_queries, n_keys)
+    return j - i
+
+
+@contract(keys_after_queries,
+          entries("n_queries * n_keys", lambda n_queries, n_keys: n_queries * (n_keys or n_queries)))
+def causal_mask(n_queries: Size, n_keys: Size | None = None) -> np.ndarray:
     r"""Boolean mask, ``True`` where query ``i`` may look at key ``j``.
 
     A causal (autoregressive) model lets token ``i`` see tokens ``0..i``:
@@ -69,42 +107,30 @@ def causal_mask(n_queries: int, n_keys: int | None = None) -> np.ndarray:
     Shape ``(n_queries, n_keys)``; ``n_keys`` defaults to ``n_queries`` and must be
     ``>= n_queries``.
     """
-    n_queries = _checks.size("n_queries", n_queries)
-    n_keys = n_queries if n_keys is None else _checks.size("n_keys", n_keys)
-    if n_keys < n_queries:
-        raise ValueError(
-            f"n_keys must be >= n_queries ({n_queries}) so that every query sees at least one key, got {n_keys}"
-        )
-    _checks.entries("n_queries * n_keys", n_queries * n_keys)
-    offset = n_keys - n_queries
-    i = np.arange(n_queries)[:, None]
-    j = np.arange(n_keys)[None, :]
-    return j <= i + offset
+    # j <= i, i.e. j - i <= 0
+    return relative_positions.__wrapped__(n_queries, n_keys) <= 0
 
 
-def permutation_matrix(perm) -> np.ndarray:
+@contract(permutation)
+def permutation_matrix(perm: Annotated[np.ndarray, WholeNumbers(signed=True, floats=False)]) -> np.ndarray:
     r"""The permutation matrix ``P`` that reorders rows: ``(P X)[i] = X[perm[i]]``.
 
     ``P[i, perm[i]] = 1`` and every other entry is 0. For tokens ``[A, B, C]`` stored as
     the rows of ``X``, ``perm = [2, 0, 1]`` gives ``P X = [C, A, B]``. ``P`` is
     orthogonal: ``P.T @ P = I``.
     """
-    raw = _checks.numeric("perm", perm, dtype=np.int64)
-    if raw.size and raw.dtype.kind in "fc":
-        raise ValueError(f"perm must contain integers 0..n-1, got dtype {raw.dtype}")
-    p = _checks.integers("perm", raw)
-    if p.ndim != 1 or p.size == 0:
-        raise ValueError(f"perm must be a non-empty 1-D sequence of indices, got shape {p.shape}")
-    n = p.size
-    _checks.entries("len(perm) ** 2", n * n)
-    if not np.array_equal(np.sort(p), np.arange(n)):
-        raise ValueError(f"perm must contain each of 0..{n - 1} exactly once, got {p.tolist()}")
+    n = perm.size
     P = np.zeros((n, n))
-    P[np.arange(n), p] = 1.0
+    # P[i, perm[i]] = 1
+    P[np.arange(n), perm] = 1.0
     return P
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, bias=None):
+@contract(same_last_dim("q", "k", "d_k"), same_size("k", "v", axis=-2, what="number of rows n_keys"),
+          leading_dims_broadcast("q", "k", "v"),
+          mask_and_bias_fit, result=Finite("q, k and v", "q k^T / sqrt(d_k) overflows: scale them down"))
+def scaled_dot_product_attention(q: Sequences, k: Sequences, v: Sequences, mask: Mask | None = None,
+                                 bias: Bias | None = None):
     r"""Attention outputs and weights: ``softmax(q k^T / sqrt(d_k) + bias, masked) v``.
 
     .. math::
@@ -128,54 +154,25 @@ def scaled_dot_product_attention(q, k, v, mask=None, bias=None):
     out : ``(..., n_queries, d_v)`` and weights : ``(..., n_queries, n_keys)``; each
     row of ``weights`` sums to 1.
     """
-    q = _checks.array("q", q, ndim_at_least=2)
-    k = _checks.array("k", k, ndim_at_least=2)
-    v = _checks.array("v", v, ndim_at_least=2)
-    if q.shape[-1] != k.shape[-1] or q.shape[-1] == 0:
-        raise ValueError(
-            f"q and k must have the same last dimension d_k >= 1, got q {q.shape} and k {k.shape}"
-        )
-    if k.shape[-2] != v.shape[-2] or k.shape[-2] == 0:
-        raise ValueError(
-            f"k and v must have the same number of rows n_keys >= 1, got k {k.shape} and v {v.shape}"
-        )
-    try:
-        np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError as err:
-        raise ValueError(
-            f"q, k and v must have leading (batch, head) dimensions that broadcast, got q {q.shape}, "
-            f"k {k.shape} and v {v.shape}"
-        ) from err
-    return _attend(q, k, v, mask, bias, "q and k")
-
-
-def _attend(q, k, v, mask, bias, sources: str):
-    """The attention of validated ``q``, ``k``, ``v``; overflow is blamed on ``sources``."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-    _checks.finite_result(sources, scores, "q k^T / sqrt(d_k) overflows: scale them down")
+    # S = q k^T / sqrt(d_k), shape (..., n_queries, n_keys)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     if bias is not None:
-        bias = _checks.array("bias", bias, neg_inf=True)
-        try:
-            scores = scores + bias
-        except ValueError as err:
-            raise ValueError(
-                f"bias of shape {bias.shape} must broadcast with the scores of shape {scores.shape} "
-                "(..., n_queries, n_keys)"
-            ) from err
-        _checks.finite_result("bias and q k^T", np.where(scores == -np.inf, 0.0, scores))
+        # S + b
+        scores = scores + bias
     if mask is not None:
-        m = _checks.mask("mask", mask, scores.shape)
-        scores = np.where(m, scores, -np.inf)
-    if np.any(np.all(scores == -np.inf, axis=-1)):
-        raise ValueError("mask and bias must leave every query a key to attend to: "
-                         "some row of the scores is entirely masked or -inf")
-    weights = softmax(scores, axis=-1)
-    out = weights @ v
-    return out, weights
+        # S_ij = -inf where mask_ij is False
+        scores = np.where(mask, scores, -np.inf)
+    # A = softmax_j(S)
+    weights = softmax.__wrapped__(scores, axis=-1)
+    # out = A v, shape (..., n_queries, d_v)
+    return weights @ v, weights
 
 
-def self_attention(x, w_q, w_k, w_v, mask=None, bias=None):
+@contract(rows_fit("x", "w_q", "w_k", "w_v"), same_size("w_q", "w_k", what="number of columns d_k"),
+          rule(("x", "x", "mask", "bias"), mask_and_bias_fit),
+          result=Finite("x, w_q, w_k and w_v", "x and its projections must stay finite: scale them down"))
+def self_attention(x: Sequences, w_q: Matrix, w_k: Matrix, w_v: Matrix, mask: Mask | None = None,
+                   bias: Bias | None = None):
     r"""Single-head self-attention of a sequence ``x`` (``n x d_model``).
 
     ``q = x W_Q``, ``k = x W_K``, ``v = x W_V``, then :func:`scaled_dot_product_attention`.
@@ -184,11 +181,6 @@ def self_attention(x, w_q, w_k, w_v, mask=None, bias=None):
 
     Returns ``(out, weights)`` as :func:`scaled_dot_product_attention` does.
     """
-    x = _checks.array("x", x, ndim_at_least=2)
-    w_q, w_k, w_v = (_checks.projection(name, w, x.shape[-1]) for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)))
-    if w_k.shape[1] != w_q.shape[1] or w_q.shape[1] == 0:
-        raise ValueError(f"w_k must have as many columns as w_q (d_k = {w_q.shape[1]} >= 1), got shape {w_k.shape}")
-    with np.errstate(over="ignore", invalid="ignore"):
-        q, k, v = x @ w_q, x @ w_k, x @ w_v
-    _checks.finite_result("x and its projections", (q, k, v))
-    return _attend(q, k, v, mask, bias, "x, w_q and w_k")
+    # q = x W_Q, k = x W_K, v = x W_V, each (..., n, d_k or d_v)
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    return scaled_dot_product_attention.__wrapped__(q, k, v, mask, bias)

@@ -68,13 +68,6 @@ def check_t5_bucket_index(t5_bucket_index, relative_positions, options: dict, wr
 
 # --- chapter 4: ALiBi slopes -------------------------------------------------------------
 
-def _largest_power_of_two(n_heads: int) -> int:
-    p = 1
-    while 2 * p <= n_heads:
-        p *= 2
-    return p
-
-
 def alibi_slopes_variant(n_heads: int, *, shift: int = 0, places: int = 1,
                          power_rule: bool = False) -> np.ndarray:
     """The authors' slopes (:func:`companion.alibi.slopes`), or one of their typical mistakes.
@@ -87,7 +80,7 @@ def alibi_slopes_variant(n_heads: int, *, shift: int = 0, places: int = 1,
     """
     if power_rule:
         return 2.0 ** (-8.0 * np.arange(1, n_heads + 1) / n_heads)
-    p = _largest_power_of_two(n_heads)
+    p = alibi.largest_power_of_two(n_heads)
     first = 2.0 ** (-8.0 * (np.arange(1, p + 1) + shift) / p)
     extra = 2.0 ** (-8.0 * np.arange(places, 2 * p + 1, 2) / (2 * p))
     return np.concatenate([first, extra[: n_heads - p]])
@@ -95,7 +88,7 @@ def alibi_slopes_variant(n_heads: int, *, shift: int = 0, places: int = 1,
 
 def alibi_slope_mistakes(n_heads: int) -> dict[str, np.ndarray]:
     """Diagnosis -> the slopes that mistake gives for ``n_heads`` heads."""
-    p = _largest_power_of_two(n_heads)
+    p = alibi.largest_power_of_two(n_heads)
     right = alibi.slopes(n_heads)
     return {
         "your slopes start one head late: head 1's slope is 2^(-8/H), the sequence m_h = 2^(-8h/H) "

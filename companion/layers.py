@@ -34,12 +34,14 @@ Numbers are numpy float64; masks are boolean, ``True`` where a query may attend.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
-from . import _checks
 from . import nope as _nope
 from . import scaling as _scaling
+from ._contracts import (Count, EvenSize, Factor, Flag, InstanceOf, Integer, NonNegativeReal, Positive, Size, Vectors,
+                         contract, entries)
 from .attention import causal_mask as _causal_mask
 
 __all__ = [
@@ -60,7 +62,15 @@ __all__ = [
     "qk_rms_norm",
 ]
 
+#: A number of layers: an integer in 1..2**20.
+Layers = Annotated[int, Integer(1, 2**20)]
+#: A period of layers, at least 2 (a pattern needs one layer of each kind).
+Period = Annotated[int, Integer(2, 2**20)]
 
+_SQUARE = entries("n * n", lambda n: n * n)
+
+
+@contract
 @dataclass(frozen=True)
 class LayerPlan:
     """The position settings of one attention layer.
@@ -73,53 +83,72 @@ class LayerPlan:
     scaled by Llama 4's :func:`companion.nope.attention_temperature`.
     """
 
-    rope: bool
-    base: float | None = None
-    factor: float = 1.0
-    window: int | None = None
-    chunk: int | None = None
-    qk_norm: bool = False
-    temperature: bool = False
+    rope: Flag
+    base: Positive | None = None
+    factor: Factor = 1.0
+    window: Size | None = None
+    chunk: Size | None = None
+    qk_norm: Flag = False
+    temperature: Flag = False
 
 
-def gemma2(n_layers: int, window: int = 4096, base: float = 10_000.0) -> list[LayerPlan]:
+def _rms_above_zero(x, eps) -> None:
+    """``mean(x^2) + eps > 0`` for every vector: a zero vector needs ``eps > 0``."""
+    if eps == 0 and np.any(np.all(x == 0, axis=-1)):
+        raise ValueError("eps must be > 0 when a vector of x is all zeros (its RMS is 0), got eps = 0.0")
+
+
+#: One layer's plan.
+Plan = Annotated[LayerPlan, InstanceOf(LayerPlan, "a LayerPlan")]
+#: A stack's plans, one per layer.
+Plans = Annotated[list, InstanceOf((list, tuple), "a list of LayerPlan, one per layer")]
+
+
+def _plans_are_layer_plans(plans) -> None:
+    """Every entry of ``plans`` is a :class:`LayerPlan`."""
+    wrong = [type(p).__name__ for p in plans if not isinstance(p, LayerPlan)]
+    if wrong:
+        raise TypeError(f"plans must hold LayerPlan entries only, one per layer, got {wrong[0]}")
+
+
+@contract
+def gemma2(n_layers: Layers, window: Size = 4096, base: Positive = 10_000.0) -> list[LayerPlan]:
     r"""Gemma 2: local (sliding-window) and global layers alternate, the local one first; one base for all.
 
     Layer ``l`` is local when ``(l + 1) mod 2 != 0`` (Transformers' ``Gemma2Config.layer_types``).
     """
-    n_layers = _layer_count(n_layers)
     return [LayerPlan(rope=True, base=base, window=window if (layer + 1) % 2 else None)
             for layer in range(n_layers)]
 
 
-def gemma3(n_layers: int, every: int = 6, window: int = 1024, local_base: float = 10_000.0,
-           global_base: float = 1_000_000.0, global_factor: float = 8.0) -> list[LayerPlan]:
+@contract
+def gemma3(n_layers: Layers, every: Period = 6, window: Size = 1024, local_base: Positive = 10_000.0,
+           global_base: Positive = 1_000_000.0, global_factor: Factor = 8.0) -> list[LayerPlan]:
     r"""Gemma 3: ``every - 1`` local layers (window, ``local_base``) then one global layer (``global_base``, ``/ global_factor``).
 
     Layer ``l`` is global when ``(l + 1) mod every = 0`` (Transformers'
     ``Gemma3TextConfig``, ``sliding_window_pattern = 6``). Local layers keep base 10,000
     and no scaling; global layers use base 10^6 with linear factor 8 (Gemma Team 2025).
     """
-    n_layers = _layer_count(n_layers)
-    every = _checks.size("every", every, minimum=2)
     return [LayerPlan(rope=True, base=global_base, factor=global_factor) if (layer + 1) % every == 0
             else LayerPlan(rope=True, base=local_base, window=window) for layer in range(n_layers)]
 
 
-def gpt_oss(n_layers: int, window: int = 128, base: float = 150_000.0) -> list[LayerPlan]:
+@contract
+def gpt_oss(n_layers: Layers, window: Size = 128, base: Positive = 150_000.0) -> list[LayerPlan]:
     r"""gpt-oss: banded (sliding window 128) and dense layers alternate, the banded one first.
 
     OpenAI's reference code: ``sliding_window if layer_idx % 2 == 0 else 0``. Every layer
     uses the same YaRN frequencies (``companion.configs``), which this plan does not
     repeat: ``base`` is the unscaled base.
     """
-    n_layers = _layer_count(n_layers)
     return [LayerPlan(rope=True, base=base, window=window if layer % 2 == 0 else None)
             for layer in range(n_layers)]
 
 
-def llama4(n_layers: int, nope_every: int = 4, chunk: int = 8192, base: float = 500_000.0,
-           qk_norm: bool = True) -> list[LayerPlan]:
+@contract
+def llama4(n_layers: Layers, nope_every: Count = 4, chunk: Size = 8192, base: Positive = 500_000.0,
+           qk_norm: Flag = True) -> list[LayerPlan]:
     r"""Llama 4's iRoPE: RoPE layers attend in chunks with QK-norm; every ``nope_every``-th layer has neither.
 
     The layer pattern is :func:`companion.nope.irope_layer_pattern`; NoPE layers are
@@ -127,121 +156,120 @@ def llama4(n_layers: int, nope_every: int = 4, chunk: int = 8192, base: float = 
     RMS-normalise ``q`` and ``k`` after the rotation (``use_qk_norm and not
     is_nope_layer`` in Meta's code; the 128-expert Maverick has ``use_qk_norm`` false).
     """
-    pattern = _nope.irope_layer_pattern(_layer_count(n_layers), nope_every)
+    pattern = _nope.irope_layer_pattern.__wrapped__(n_layers, nope_every)
     return [LayerPlan(rope=False, temperature=True) if kind == "nope"
             else LayerPlan(rope=True, base=base, chunk=chunk, qk_norm=qk_norm) for kind in pattern]
 
 
-def smollm3(n_layers: int, nope_every: int = 4, base: float = 5_000_000.0) -> list[LayerPlan]:
+@contract
+def smollm3(n_layers: Layers, nope_every: Count = 4, base: Positive = 5_000_000.0) -> list[LayerPlan]:
     r"""SmolLM3: layer ``l`` has no RoPE when ``(l + 1) mod nope_every = 0``; every layer attends globally.
 
     Transformers' ``SmolLM3Config``: ``no_rope_layers[l] = int((l + 1) % no_rope_layer_interval != 0)``
     (1 means *with* RoPE, despite the name).
     """
-    pattern = _nope.irope_layer_pattern(_layer_count(n_layers), nope_every)
+    pattern = _nope.irope_layer_pattern.__wrapped__(n_layers, nope_every)
     return [LayerPlan(rope=kind == "rope", base=base if kind == "rope" else None) for kind in pattern]
 
 
-def rnope_swa(n_layers: int, every: int = 4, window: int = 4096, base: float = 10_000.0) -> list[LayerPlan]:
+@contract
+def rnope_swa(n_layers: Layers, every: Period = 4, window: Size = 4096, base: Positive = 10_000.0) -> list[LayerPlan]:
     r"""RNoPE-SWA: sliding-window layers with RoPE, and every ``every``-th layer global without positions.
 
     Yang et al. (2025); the pattern of Transformers' ``Cohere2Config`` (``sliding_window_pattern
     = 4``, window 4,096; ``Cohere2Attention`` applies RoPE only in sliding layers).
     """
-    n_layers = _layer_count(n_layers)
-    every = _checks.size("every", every, minimum=2)
     return [LayerPlan(rope=False) if (layer + 1) % every == 0 else LayerPlan(rope=True, base=base, window=window)
             for layer in range(n_layers)]
 
 
-def sliding_window_mask(n: int, window: int) -> np.ndarray:
+@contract(_SQUARE)
+def sliding_window_mask(n: Size, window: Size) -> np.ndarray:
     r"""Causal sliding window: query ``m`` sees keys ``j`` with ``m - window < j <= m`` (``window`` keys).
 
     Transformers' ``sliding_window_overlay`` (``kv_idx > q_idx - sliding_window``) and
     OpenAI's gpt-oss ``sdpa`` (``tril(..., diagonal=-sliding_window)`` masked). Shape ``(n, n)``.
     """
-    window = _checks.size("window", window)
-    m = np.arange(_checks.size("n", n))
+    m = np.arange(n)
     # causal and m - j < window
-    return _causal_mask(len(m)) & (m[:, None] - m[None, :] < window)
+    return _causal_mask.__wrapped__(n) & (m[:, None] - m[None, :] < window)
 
 
-def chunked_mask(n: int, chunk: int) -> np.ndarray:
+@contract(_SQUARE)
+def chunked_mask(n: Size, chunk: Size) -> np.ndarray:
     r"""Causal chunked attention: query ``m`` sees keys ``j <= m`` with ``floor(j / chunk) = floor(m / chunk)``.
 
     Meta's ``create_chunked_attention_mask`` and Transformers' ``chunked_overlay``. The
     first query of a chunk sees only itself. Shape ``(n, n)``.
     """
-    chunk = _checks.size("chunk", chunk)
-    m = np.arange(_checks.size("n", n))
+    m = np.arange(n)
     # causal and in the same block of `chunk` tokens
-    return _causal_mask(len(m)) & (m[:, None] // chunk == m[None, :] // chunk)
+    return _causal_mask.__wrapped__(n) & (m[:, None] // chunk == m[None, :] // chunk)
 
 
-def layer_mask(plan: LayerPlan, n: int) -> np.ndarray:
+@contract(_SQUARE)
+def layer_mask(plan: Plan, n: Size) -> np.ndarray:
     r"""The attention mask of one layer for ``n`` tokens: causal, cut by its window or chunk."""
     if plan.window is not None:
-        return sliding_window_mask(n, plan.window)
+        return sliding_window_mask.__wrapped__(n, plan.window)
     if plan.chunk is not None:
-        return chunked_mask(n, plan.chunk)
-    return _causal_mask(_checks.size("n", n))
+        return chunked_mask.__wrapped__(n, plan.chunk)
+    return _causal_mask.__wrapped__(n)
 
 
-def reach(plan: LayerPlan, n: int) -> int:
+@contract
+def reach(plan: Plan, n: Size) -> int:
     r"""The longest distance ``m - j`` any query of an ``n``-token input sees in this layer.
 
     ``n - 1`` for a global layer, ``min(n, window) - 1`` for a sliding window and
     ``min(n, chunk) - 1`` for chunks.
     """
-    n = _checks.size("n", n)
     span = min(s for s in (n, plan.window, plan.chunk) if s is not None)
     # the farthest visible key is span - 1 tokens back
     return span - 1
 
 
-def longest_rotated_distance(plans, n: int) -> int:
+@contract(_plans_are_layer_plans)
+def longest_rotated_distance(plans: Plans, n: Size) -> int:
     r"""The longest distance that any RoPE layer of a stack rotates by on an ``n``-token input.
 
     ``max`` of :func:`reach` over the layers with ``rope``; 0 for a stack without RoPE.
     The distances a model can meet beyond its training length matter only where they
     are rotated: a NoPE layer has no angle to extrapolate.
     """
-    rotating = [reach(plan, n) for plan in plans if plan.rope]
+    rotating = [reach.__wrapped__(plan, n) for plan in plans if plan.rope]
     return max(rotating, default=0)
 
 
-def cached_keys(plans, n: int) -> int:
+@contract(_plans_are_layer_plans)
+def cached_keys(plans: Plans, n: Size) -> int:
     r"""Keys a stack must keep per head to generate after ``n`` tokens: ``sum_l min(n, span_l)``.
 
     ``span_l`` is the layer's window or chunk (``n`` for a global layer): a sliding
     window needs only its last ``window`` keys, a chunked layer only the keys of the
     current chunk. Divide by ``n * len(plans)`` for the fraction of a full cache.
     """
-    n = _checks.size("n", n)
     # a layer holds min(n, window or chunk) keys
-    return sum(reach(plan, n) + 1 for plan in plans)
+    return sum(reach.__wrapped__(plan, n) + 1 for plan in plans)
 
 
-def layer_frequencies(plan: LayerPlan, d: int) -> np.ndarray | None:
+@contract
+def layer_frequencies(plan: Plan, d: EvenSize) -> np.ndarray | None:
     r"""The RoPE frequencies of a layer, ``theta_i = base^(-2i/d) / factor``, or ``None`` for a NoPE layer."""
     if not plan.rope:
         return None
     # position interpolation by `factor` of base^(-2i/d)
-    return _scaling.position_interpolation(d, plan.factor, base=plan.base).inv_freq
+    return _scaling.position_interpolation.__wrapped__(d, plan.factor, base=plan.base).inv_freq
 
 
-def qk_rms_norm(x, eps: float = 1e-5) -> np.ndarray:
+@contract(_rms_above_zero)
+def qk_rms_norm(x: Vectors, eps: NonNegativeReal = 1e-5) -> np.ndarray:
     r"""QK-norm as Llama 4 applies it: ``x / sqrt(mean(x^2) + eps)`` over each head's ``d`` components.
 
     No learned weight (Transformers' ``Llama4TextL2Norm``; Meta's ``l2_norm``). A rotation
     keeps the norm of every pair, so normalising before or after RoPE gives the same
     vector. ``x``: ``(..., d)``.
     """
-    x = _checks.array("x", x, ndim_at_least=1)
-    eps = _checks.at_least("eps", eps, 0.0)
     # x / sqrt(mean_j x_j^2 + eps)
     return x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
 
-
-def _layer_count(n_layers) -> int:
-    return _checks.size("n_layers", n_layers, maximum=2**20)

@@ -48,11 +48,14 @@ is the default here).
 from __future__ import annotations
 
 import numbers
+from typing import Annotated
 
 import numpy as np
 
-from . import _checks
 from . import rope as _rope
+from ._contracts import (MAX_POSITION, Frequencies, InstanceOf, Integer, OneOf, Positions, Positive,
+                         PositiveCounts, Size, Vectors, WholeNumbers, contract, entries, limit, multiples,
+                         pairs_fit, same_shape)
 
 __all__ = [
     "AXES",
@@ -80,12 +83,85 @@ QWEN2_VL_SECTIONS = (16, 24, 24)
 #: ``mrope_section`` of Qwen3-VL (128-wide heads), laid out interleaved.
 QWEN3_VL_SECTIONS = (24, 20, 20)
 
+#: How the pairs are given to the axes, one of :data:`LAYOUTS`.
+Layout = Annotated[str, OneOf(*LAYOUTS)]
+#: Pairs per axis (``mrope_section``): integers >= 1.
+Counts = Annotated[list, PositiveCounts()]
+#: A grid of patches ``(t, h, w)``: three integers >= 1.
+Grid = Annotated[list, PositiveCounts(length=3, what="(t, h, w)")]
+#: The axis that owns each pair: integers >= 0.
+Axes = Annotated[np.ndarray, WholeNumbers(what="axis numbers >= 0")]
+#: Where a segment starts: an integer in 0..2**32.
+Start = Annotated[int, Integer(0, MAX_POSITION)]
+#: A head width of axial 2-D RoPE: a multiple of 4.
+AxialWidth = Annotated[int, Integer(4, MAX_POSITION, multiple=4, why="two axes of whole pairs")]
+#: A mixed sequence: text lengths (int) and ``(t, h, w)`` grids, in order.
+Segments = Annotated[list, InstanceOf((list, tuple), "a list of text lengths and (t, h, w) grids")]
+
+
+# ---------------------------------------------------------------------------
+# Rules between parameters
+# ---------------------------------------------------------------------------
+
+_ONE_AXIS_PER_PAIR = same_shape("inv_freq", "axes", why=" (one axis per pair)")
+
+def _room_to_interleave(sections, layout) -> None:
+    """The interleaved layout has three sections whose strided pairs fit: ``3 s_1 - 2`` and ``3 s_2 - 1`` below
+    ``sum(sections)``."""
+    if layout != "interleaved":
+        return
+    if len(sections) != 3:
+        raise ValueError(f"sections must list 3 sizes (temporal, height, width) for the interleaved "
+                         f"layout, got {sections}")
+    # height owns pairs 1, 4, ..., 3 s_1 - 2 and width 2, 5, ..., 3 s_2 - 1: both must lie below d/2
+    if 3 * sections[1] - 2 >= sum(sections) or 3 * sections[2] - 1 >= sum(sections):
+        raise ValueError(f"sections must leave room to interleave: 3 * height - 2 and 3 * width - 1 below "
+                         f"sum(sections) = {sum(sections)}, got {sections}")
+
+
+def _one_row_per_axis(positions, axes) -> None:
+    """``positions`` has a row for every axis that owns a pair: shape ``(n_axes, ...)``."""
+    if positions.ndim < 1 or positions.shape[0] <= int(np.max(axes)):
+        raise ValueError(f"positions must have one row per axis, at least {int(np.max(axes)) + 1} rows "
+                         f"(shape (n_axes, ...)), got shape {positions.shape}")
+
+
+def _positions_fit_x(x, positions) -> None:
+    """Each axis's row of ``positions`` broadcasts to ``x.shape[:-1]`` (one position per vector)."""
+    try:
+        np.broadcast_shapes(tuple(positions.shape[1:]), tuple(x.shape[:-1]))
+    except ValueError as err:
+        raise ValueError(f"positions of shape {positions.shape} must be (n_axes,) + a shape that broadcasts to "
+                         f"x.shape[:-1] = {x.shape[:-1]}") from err
+
+
+def _merged_grid(grid_thw, spatial_merge_size) -> None:
+    """The grid's height and width are whole multiples of ``spatial_merge_size``."""
+    _, h, w = grid_thw
+    if h % spatial_merge_size or w % spatial_merge_size:
+        raise ValueError(f"grid_thw's height and width must be multiples of spatial_merge_size = "
+                         f"{spatial_merge_size}, got (t, h, w) = {tuple(grid_thw)}")
+
+
+def _text_and_grids(segments, spatial_merge_size) -> None:
+    """``segments`` holds at least one text run (an int >= 1) or ``(t, h, w)`` grid, each grid merged whole."""
+    if not segments:
+        raise ValueError("segments must hold at least one text run or grid, got an empty list")
+    for item in segments:
+        if isinstance(item, numbers.Integral) and not isinstance(item, bool):
+            Integer(1, MAX_POSITION)("segments (a text run)", item)
+        else:
+            _merged_grid(PositiveCounts(length=3, what="(t, h, w)")("segments (a grid)", item), spatial_merge_size)
+
+
+
 
 # ---------------------------------------------------------------------------
 # Which axis turns which pair
 # ---------------------------------------------------------------------------
 
-def pair_axes(sections, layout: str = "sectioned") -> np.ndarray:
+@contract(_room_to_interleave)
+def pair_axes(sections: Counts, layout: Layout = "sectioned") -> np.ndarray:
     r"""The axis ``a(i)`` that owns each pair ``i``: an int array of shape ``(d/2,)``, ``d/2 = sum(sections)``.
 
     ``sections`` lists how many pairs each axis owns (``mrope_section``; any number of
@@ -98,7 +174,6 @@ def pair_axes(sections, layout: str = "sectioned") -> np.ndarray:
       Transformers' ``Qwen3VLTextRotaryEmbedding``). Axis 0 then owns ``s_0`` pairs
       because the sections add up to ``d/2``.
     """
-    sections, layout = _sections(sections, layout)
     if layout == "sectioned":
         # a(i) = j on the j-th run of s_j consecutive pairs
         return np.repeat(np.arange(len(sections)), sections)
@@ -109,7 +184,8 @@ def pair_axes(sections, layout: str = "sectioned") -> np.ndarray:
     return owner
 
 
-def axis_frequencies(inv_freq, axes) -> np.ndarray:
+@contract(_ONE_AXIS_PER_PAIR)
+def axis_frequencies(inv_freq: Frequencies, axes: Axes) -> np.ndarray:
     r"""The frequency vector of each axis: ``theta^(a)_i = theta_i`` if ``a(i) = a``, else 0.
 
     Shape ``(n_axes, d/2)`` with ``n_axes = max(axes) + 1``. Row ``a`` is a RoPE
@@ -117,12 +193,13 @@ def axis_frequencies(inv_freq, axes) -> np.ndarray:
     is left as it is, so rotating by every row in turn, each with its own axis's
     position, is the multi-axis rotation (:func:`rotate`).
     """
-    theta, owner = _frequencies_and_axes(inv_freq, axes)
-    # theta^(a)_i = theta_i [a(i) = a]
-    return np.where(owner[None, :] == np.arange(owner.max() + 1)[:, None], theta[None, :], 0.0)
+    # theta^(a)_i = theta_i [a(i) = a], shape (n_axes, d/2)
+    return np.where(axes[None, :] == np.arange(axes.max() + 1)[:, None], inv_freq[None, :], 0.0)
 
 
-def angles(positions, inv_freq, axes) -> np.ndarray:
+@contract(_ONE_AXIS_PER_PAIR, _one_row_per_axis,
+          entries("positions.size * len(inv_freq)", lambda positions, inv_freq: positions.size * inv_freq.size))
+def angles(positions: Positions, inv_freq: Frequencies, axes: Axes) -> np.ndarray:
     r"""The angles ``phi[..., i] = p_{a(i)} theta_i``, formed in float64.
 
     ``positions`` has shape ``(n_axes, ...)``: one row of positions per axis (temporal,
@@ -130,15 +207,16 @@ def angles(positions, inv_freq, axes) -> np.ndarray:
     For a text token, whose axes all hold ``m``, this is ``m theta_i``: the angles of
     :func:`companion.rope.angles`.
     """
-    theta, owner = _frequencies_and_axes(inv_freq, axes)
-    p = _axis_positions(positions, owner)
     # p_{a(i)} for every pair i: shape (..., d/2)
-    owned = np.moveaxis(p[owner], 0, -1).astype(np.float64)
+    owned = np.moveaxis(positions[axes], 0, -1).astype(np.float64)
     # phi_i = p_{a(i)} theta_i
-    return owned * theta
+    return owned * inv_freq
 
 
-def rotate(x, positions, inv_freq, axes, layout: str = "split") -> np.ndarray:
+@contract(pairs_fit("x"), _ONE_AXIS_PER_PAIR, _one_row_per_axis, _positions_fit_x,
+          entries("positions.size * len(inv_freq)", lambda positions, inv_freq: positions.size * inv_freq.size))
+def rotate(x: Vectors, positions: Positions, inv_freq: Frequencies, axes: Axes, layout: _rope.Layout = "split"
+           ) -> np.ndarray:
     r"""Multi-axis RoPE: turn pair ``i`` of each row of ``x`` by ``p_{a(i)} theta_i``.
 
     Written as the product of one ordinary rotation per axis, each with that axis's
@@ -151,12 +229,10 @@ def rotate(x, positions, inv_freq, axes, layout: str = "split") -> np.ndarray:
     ``(d/2,)``; ``layout``: the pair layout of :mod:`companion.rope`. Returns float64
     of the shape of ``x``.
     """
-    per_axis = axis_frequencies(inv_freq, axes)
-    p = _axis_positions(positions, np.asarray(axes))
-    out = _checks.array("x", x, ndim_at_least=1)
+    out = x
     # R(p) x = R_{p_0}(theta^(0)) R_{p_1}(theta^(1)) ... x
-    for a, theta_a in enumerate(per_axis):
-        out = _rope.rotate(out, p[a], theta_a, layout)
+    for a, theta_a in enumerate(axis_frequencies.__wrapped__(inv_freq, axes)):
+        out = _rope.rotate.__wrapped__(out, positions[a], theta_a, layout)
     return out
 
 
@@ -164,20 +240,22 @@ def rotate(x, positions, inv_freq, axes, layout: str = "split") -> np.ndarray:
 # Position grids of a mixed text / image / video sequence
 # ---------------------------------------------------------------------------
 
-def text_positions(n: int, start: int = 0) -> np.ndarray:
+@contract(entries("3 * n", lambda n: 3 * n))
+def text_positions(n: Size, start: Start = 0) -> np.ndarray:
     r"""Positions of ``n`` text tokens from ``start``: every axis counts ``start, start + 1, ...``.
 
     Shape ``(3, n)``, int64. With equal rows, M-RoPE turns these tokens exactly as 1-D
     RoPE does (Wang et al. 2024).
     """
-    n = _checks.size("n", n)
-    start = _checks.size("start", start, minimum=0)
     # p_t = p_h = p_w = start + j
     return np.tile(start + np.arange(n, dtype=np.int64), (3, 1))
 
 
-def vision_positions(grid_thw, start: int = 0, spatial_merge_size: int = 1,
-                     time_interval: float = 1.0) -> np.ndarray:
+@contract(_merged_grid, entries("grid_thw's 3 * t * h * w", lambda grid_thw: 3 * int(np.prod(grid_thw))),
+          limit("(t - 1) * time_interval", lambda grid_thw, time_interval: (grid_thw[0] - 1) * time_interval,
+                MAX_POSITION, "2**32, the supported range of positions"))
+def vision_positions(grid_thw: Grid, start: Start = 0, spatial_merge_size: Size = 1,
+                     time_interval: Positive = 1.0) -> np.ndarray:
     r"""Positions of the patches of one image or video, in the order the model reads them.
 
     ``grid_thw = (t, h, w)`` is the grid of patches the vision tower produces; after
@@ -191,13 +269,7 @@ def vision_positions(grid_thw, start: int = 0, spatial_merge_size: int = 1,
     ``tokens_per_second * seconds_per_grid`` to tie the temporal axis to time).
     Shape ``(3, t h' w')``, int64. Transformers: ``Qwen2VLModel.get_vision_position_ids``.
     """
-    t, h, w = _grid(grid_thw)
-    start = _checks.size("start", start, minimum=0)
-    merge = _checks.size("spatial_merge_size", spatial_merge_size)
-    if h % merge or w % merge:
-        raise ValueError(f"grid_thw's height and width must be multiples of spatial_merge_size = {merge}, "
-                         f"got (t, h, w) = {(t, h, w)}")
-    tau = _checks.positive_float("time_interval", time_interval)
+    (t, h, w), merge, tau = grid_thw, spatial_merge_size, time_interval
     # k tau, rounded down as the library does (.long()), then the row and column indices
     k = np.floor(np.arange(t) * tau).astype(np.int64)
     tk, rows, cols = np.meshgrid(k, np.arange(h // merge), np.arange(w // merge), indexing="ij")
@@ -205,7 +277,8 @@ def vision_positions(grid_thw, start: int = 0, spatial_merge_size: int = 1,
     return start + np.stack([tk.ravel(), rows.ravel(), cols.ravel()])
 
 
-def multimodal_positions(segments, spatial_merge_size: int = 1) -> tuple[np.ndarray, int]:
+@contract(_text_and_grids)
+def multimodal_positions(segments: Segments, spatial_merge_size: Size = 1) -> tuple[np.ndarray, int]:
     r"""M-RoPE positions of a sequence of text runs and images/videos, and the position delta.
 
     ``segments`` lists the sequence in order: an int ``n`` is a run of ``n`` text
@@ -226,13 +299,12 @@ def multimodal_positions(segments, spatial_merge_size: int = 1) -> tuple[np.ndar
     whatever its temporal extent; for an image, or a video whose ``t`` (times the
     time interval) does not exceed ``max(h', w')``, that is the same start.
     """
-    merge = _checks.size("spatial_merge_size", spatial_merge_size)
     parts, start = [], 0
-    for segment in _segments(segments):
-        if isinstance(segment, tuple):
-            part = vision_positions(segment, start, merge)
+    for segment in segments:
+        if isinstance(segment, numbers.Integral):
+            part = text_positions.__wrapped__(int(segment), start)
         else:
-            part = text_positions(segment, start)
+            part = vision_positions.__wrapped__([int(v) for v in segment], start, spatial_merge_size)
         parts.append(part)
         # the next segment starts one past the largest position so far
         start = int(part.max()) + 1
@@ -245,7 +317,8 @@ def multimodal_positions(segments, spatial_merge_size: int = 1) -> tuple[np.ndar
 # 2-D (axial) RoPE for vision transformers
 # ---------------------------------------------------------------------------
 
-def axial_inv_freq(d: int, base: float = 10000.0) -> np.ndarray:
+@contract
+def axial_inv_freq(d: AxialWidth, base: Positive = 10000.0) -> np.ndarray:
     r"""Frequencies of axial 2-D RoPE for a ``d``-wide head: ``(theta, theta)`` with ``theta_j = base^(-2j/(d/2))``.
 
     Each axis gets the frequencies of a ``d/2``-wide head (``j < d/4``): the first ``d/4``
@@ -254,25 +327,22 @@ def axial_inv_freq(d: int, base: float = 10000.0) -> np.ndarray:
     ``base = 100``); Transformers' ``Qwen2VLVisionRotaryEmbedding.compute_axial_rope_parameters``
     (``base = 10000``). Shape ``(d/2,)``; ``d`` must be a multiple of 4.
     """
-    d = _checks.even_positive_int("d", d)
-    if d % 4:
-        raise ValueError(f"d must be a multiple of 4 (two axes of whole pairs), got {d}")
     # theta_j = base^(-2j/(d/2)), once for rows and once for columns
-    return np.tile(_rope.inv_freq(d // 2, base), 2)
+    return np.tile(_rope.inv_freq.__wrapped__(d // 2, base), 2)
 
 
-def axial_pair_axes(d: int) -> np.ndarray:
+@contract
+def axial_pair_axes(d: AxialWidth) -> np.ndarray:
     r"""Owners of the pairs in axial 2-D RoPE: axis 0 (row) for pairs ``0 .. d/4 - 1``, axis 1 (column) after.
 
     The same as ``pair_axes((d // 4, d // 4))``. Shape ``(d/2,)``.
     """
-    d = _checks.even_positive_int("d", d)
-    if d % 4:
-        raise ValueError(f"d must be a multiple of 4 (two axes of whole pairs), got {d}")
-    return pair_axes((d // 4, d // 4))
+    # pairs 0 .. d/4 - 1 to the row, d/4 .. d/2 - 1 to the column
+    return pair_axes.__wrapped__([d // 4, d // 4], "sectioned")
 
 
-def patch_positions(h: int, w: int, spatial_merge_size: int = 1) -> np.ndarray:
+@contract(multiples("spatial_merge_size", "h", "w"), entries("2 * h * w", lambda h, w: 2 * h * w))
+def patch_positions(h: Size, w: Size, spatial_merge_size: Size = 1) -> np.ndarray:
     r"""(row, column) of each patch of an ``h x w`` grid, in the order a Qwen-VL vision tower reads them.
 
     The patches are read block by block, ``spatial_merge_size`` rows and columns per
@@ -280,70 +350,10 @@ def patch_positions(h: int, w: int, spatial_merge_size: int = 1) -> np.ndarray:
     the sequence; with ``spatial_merge_size = 1`` this is row-major order. Shape
     ``(2, h w)``, int64. Transformers: ``vision_utils.get_vision_position_ids``.
     """
-    h = _checks.size("h", h)
-    w = _checks.size("w", w)
-    merge = _checks.size("spatial_merge_size", spatial_merge_size)
-    if h % merge or w % merge:
-        raise ValueError(f"h and w must be multiples of spatial_merge_size = {merge}, got h = {h}, w = {w}")
+    merge = spatial_merge_size
     rows, cols = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
     # (h/m, m, w/m, m) blocks, read block by block
     block = (h // merge, merge, w // merge, merge)
     return np.stack([rows.reshape(block).transpose(0, 2, 1, 3).ravel(),
                      cols.reshape(block).transpose(0, 2, 1, 3).ravel()])
 
-
-# ---------------------------------------------------------------------------
-# Argument checks (kept apart from the math)
-# ---------------------------------------------------------------------------
-
-def _sections(sections, layout) -> tuple[list[int], str]:
-    layout = _checks.one_of("layout", layout, LAYOUTS)
-    sections = _checks.positive_ints("sections", sections)
-    if layout == "interleaved":
-        if len(sections) != 3:
-            raise ValueError(f"sections must list 3 sizes (temporal, height, width) for the interleaved "
-                             f"layout, got {sections}")
-        if 3 * max(sections[1], sections[2]) > sum(sections):
-            raise ValueError(f"sections must leave room to interleave: 3 * max(height, width) <= "
-                             f"sum(sections) = {sum(sections)}, got {sections}")
-    return sections, layout
-
-
-def _frequencies_and_axes(inv_freq, axes) -> tuple[np.ndarray, np.ndarray]:
-    theta = _rope._frequency_vector(inv_freq)
-    owner = _checks.integers("axes", axes)
-    if owner.shape != theta.shape:
-        raise ValueError(f"axes must give one axis per pair, shape {theta.shape}, got {owner.shape}")
-    if np.any(owner < 0):
-        raise ValueError(f"axes must hold axis numbers >= 0, got a minimum of {owner.min()}")
-    return theta, owner
-
-
-def _axis_positions(positions, owner) -> np.ndarray:
-    p = _checks.positions("positions", positions)
-    if p.ndim < 1 or p.shape[0] <= int(np.max(owner)):
-        raise ValueError(f"positions must have one row per axis, at least {int(np.max(owner)) + 1} rows "
-                         f"(shape (n_axes, ...)), got shape {p.shape}")
-    return p
-
-
-def _grid(grid_thw) -> tuple[int, int, int]:
-    if not isinstance(grid_thw, (tuple, list, np.ndarray)) or len(grid_thw) != 3:
-        raise ValueError(f"grid_thw must be three integers (t, h, w), got {grid_thw!r}")
-    return tuple(_checks.positive_ints("grid_thw", grid_thw))
-
-
-def _segments(segments) -> list:
-    try:
-        items = list(segments)
-    except TypeError as err:
-        raise ValueError(f"segments must be a list of text lengths and (t, h, w) grids, got {segments!r}") from err
-    if not items:
-        raise ValueError("segments must hold at least one text run or grid, got an empty list")
-    out = []
-    for item in items:
-        if isinstance(item, numbers.Integral) and not isinstance(item, bool):
-            out.append(_checks.size("segments (a text run)", item))
-        else:
-            out.append(_grid(item))
-    return out

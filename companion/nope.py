@@ -15,14 +15,15 @@ restores.
 """
 from __future__ import annotations
 
-import numbers
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
-from . import _checks
+from ._contracts import (MAX_POSITION, Anything, Array, Count, Finite, Flag, Integer, NonNegativeReal,
+                         Positions, Positive, Real, Reals, Seed, Size, WholeNumbers, broadcast, contract, entries,
+                         limit)
 from .attention import causal_mask, self_attention
 
 __all__ = [
@@ -40,8 +41,11 @@ __all__ = [
     "unmasked_probe_floor",
 ]
 
+_SQUARE = entries("n * n", lambda n: n * n)
 
-def no_positions(x):
+
+@contract
+def no_positions(x: Annotated[object, Anything()]):
     r"""What "no positional encoding" means in code: the identity, :math:`x_p = e_p`.
 
     Nothing is added to the token vectors and nothing to the scores (Haviv et al.
@@ -49,10 +53,12 @@ def no_positions(x):
     type or shape; it exists so that a model can name its positional scheme
     ``no_positions`` next to ``sinusoidal`` or ``rope``.
     """
+    # x_p = e_p
     return x
 
 
-def uniform_causal_weights(n: int) -> np.ndarray:
+@contract(_SQUARE)
+def uniform_causal_weights(n: Size) -> np.ndarray:
     r"""Attention weights of a causal head whose scores are all equal.
 
     .. math:: A_{ij} = \begin{cases} 1/(i+1) & j \le i \\ 0 & j > i \end{cases}
@@ -61,24 +67,24 @@ def uniform_causal_weights(n: int) -> np.ndarray:
     over those :math:`i + 1` keys (Haviv et al. 2022). Shape ``(n, n)``, float64;
     each row sums to 1.
     """
-    n = _checks.size("n", n)
-    _checks.entries("n * n", n * n)
-    mask = causal_mask(n)
+    mask = causal_mask.__wrapped__(n)
+    # A_ij = 1 / (i + 1) for j <= i, the mask over its row count
     return mask / np.sum(mask, axis=1, keepdims=True)
 
 
-def uniform_bidirectional_weights(n: int) -> np.ndarray:
+@contract(_SQUARE)
+def uniform_bidirectional_weights(n: Size) -> np.ndarray:
     r"""Attention weights of an unmasked head whose scores are all equal: :math:`A_{ij} = 1/n`.
 
     Every row is the same, so nothing in the output depends on the row's position
     (the permutation argument; Haviv et al. 2022 contrast). Shape ``(n, n)``, float64.
     """
-    n = _checks.size("n", n)
-    _checks.entries("n * n", n * n)
+    # A_ij = 1 / n
     return np.full((n, n), 1.0 / n)
 
 
-def position_signal(n: int, causal: bool = True) -> np.ndarray:
+@contract(_SQUARE)
+def position_signal(n: Size, causal: Flag = True) -> np.ndarray:
     r"""Output of a uniform head when only the first token's value carries a marker.
 
     With :math:`v_0 = 1` and :math:`v_j = 0` for :math:`j > 0`,
@@ -91,14 +97,31 @@ def position_signal(n: int, causal: bool = True) -> np.ndarray:
     the mask every position gets the same :math:`1/n` and carries no position.
     Shape ``(n,)``, float64.
     """
-    causal = _checks.boolean("causal", causal)
-    weights = uniform_causal_weights(n) if causal else uniform_bidirectional_weights(n)
+    weights = uniform_causal_weights.__wrapped__(n) if causal else uniform_bidirectional_weights.__wrapped__(n)
+    # v_0 = 1, v_j = 0 for j > 0
     v = np.zeros(weights.shape[1])
     v[0] = 1.0
+    # o_i = sum_j A_ij v_j = A_i0
     return weights @ v
 
 
-def read_position(signal, rtol: float = 1e-9) -> np.ndarray:
+def _signal_of_positions(signal, rtol) -> None:
+    if np.any(signal <= 0) or np.any(signal > 1 + rtol):
+        raise ValueError("signal must lie in (0, 1]: a uniform causal head gives 1/(i+1) at position i")
+    if np.any(signal < 1.0 / (MAX_POSITION + 1)):
+        raise ValueError(
+            f"signal must be at least 1/(2**32 + 1): smaller entries stand for positions beyond the "
+            f"supported range 0..2**32, got a minimum of {signal.min():.6g}"
+        )
+    count = np.rint(1.0 / signal)
+    if np.any(np.abs(count * signal - 1.0) > rtol):
+        raise ValueError(
+            f"signal must be of the form 1/(i+1) for whole i >= 0 (within rtol={rtol}); some entries are not"
+        )
+
+
+@contract(_signal_of_positions)
+def read_position(signal: Reals, rtol: Annotated[float, Real(gt=0.0, lt=1.0)] = 1e-9) -> np.ndarray:
     r"""Invert :func:`position_signal`: :math:`i = 1/o_i - 1`.
 
     Each entry must be of the form :math:`1/(i+1)` for a whole :math:`i \ge 0`, up
@@ -106,26 +129,12 @@ def read_position(signal, rtol: float = 1e-9) -> np.ndarray:
     such values) raises ``ValueError``. Returns int64 positions of the shape of
     ``signal`` (Haviv et al. 2022).
     """
-    o = _checks.array("signal", signal)
-    rtol = _checks.positive_float("rtol", rtol)
-    if rtol >= 1:
-        raise ValueError(f"rtol must be a real number with 0 < rtol < 1, got {rtol}")
-    if np.any(o <= 0) or np.any(o > 1 + rtol):
-        raise ValueError("signal must lie in (0, 1]: a uniform causal head gives 1/(i+1) at position i")
-    if np.any(o < 1.0 / (_checks.MAX_POSITION + 1)):
-        raise ValueError(
-            f"signal must be at least 1/(2**32 + 1): smaller entries stand for positions beyond the "
-            f"supported range 0..2**32, got a minimum of {o.min():.6g}"
-        )
-    count = np.rint(1.0 / o)
-    if np.any(np.abs(count * o - 1.0) > rtol):
-        raise ValueError(
-            f"signal must be of the form 1/(i+1) for whole i >= 0 (within rtol={rtol}); some entries are not"
-        )
-    return count.astype(np.int64) - 1
+    # i = 1/o_i - 1, rounded to the whole number it stands for
+    return np.rint(1.0 / signal).astype(np.int64) - 1
 
 
-def irope_layer_pattern(n_layers: int, nope_every: int = 4) -> list[str]:
+@contract
+def irope_layer_pattern(n_layers: Annotated[int, Integer(1, 2**20)], nope_every: Count = 4) -> list[str]:
     r"""Which layers use RoPE and which none, in Llama 4's interleaved "iRoPE" stack.
 
     Layer :math:`l` (0-based) is position-free when :math:`(l + 1) \bmod
@@ -143,12 +152,13 @@ def irope_layer_pattern(n_layers: int, nope_every: int = 4) -> list[str]:
 
     Returns a list of ``n_layers`` strings, each ``"rope"`` or ``"nope"``.
     """
-    n_layers = _checks.size("n_layers", n_layers, maximum=2**20)
-    nope_every = _checks.positive_int("nope_every", nope_every)
+    # layer l has no positions when (l + 1) mod nope_every = 0
     return ["nope" if (layer + 1) % nope_every == 0 else "rope" for layer in range(n_layers)]
 
 
-def attention_temperature(positions, floor_scale: float = 8192, attn_scale: float = 0.1) -> np.ndarray:
+@contract
+def attention_temperature(positions: Positions, floor_scale: Positive = 8192,
+                          attn_scale: NonNegativeReal = 0.1) -> np.ndarray:
     r"""Llama 4's inference-time scale for the queries of its position-free layers.
 
     .. math::
@@ -176,13 +186,14 @@ def attention_temperature(positions, floor_scale: float = 8192, attn_scale: floa
     -------
     float64 array of the shape of ``positions``, every entry >= 1.
     """
-    p = _checks.positions("positions", positions).astype(np.float64)
-    floor_scale = _checks.positive_float("floor_scale", floor_scale)
-    attn_scale = _checks.at_least("attn_scale", attn_scale, 0.0)
+    p = positions.astype(np.float64)
+    # tau(p) = ln(floor((p + 1) / floor_scale) + 1) attn_scale + 1
     return np.log(np.floor((p + 1.0) / floor_scale) + 1.0) * attn_scale + 1.0
 
 
-def single_key_weight(n_keys, margin, scale=1.0) -> np.ndarray:
+@contract(broadcast("n_keys", "margin", "scale"))
+def single_key_weight(n_keys: Annotated[np.ndarray, WholeNumbers(minimum=1)], margin: Reals,
+                      scale: Annotated[np.ndarray, Array(positive=True)] = 1.0) -> np.ndarray:
     r"""Softmax weight of one key whose score beats each of the other keys by ``margin``.
 
     With scores :math:`s + \delta` for the one key and :math:`s` for the other
@@ -210,48 +221,31 @@ def single_key_weight(n_keys, margin, scale=1.0) -> np.ndarray:
     -------
     float64 array, the broadcast shape of the three arguments, entries in (0, 1].
     """
-    n = _checks.integers("n_keys", n_keys)
-    if np.any(n < 1):
-        raise ValueError(f"n_keys must be integers >= 1, got a minimum of {n.min()}")
-    delta = _checks.array("margin", margin)
-    tau = _checks.array("scale", scale)
-    if np.any(tau <= 0):
-        raise ValueError(f"scale must be real numbers > 0, got a minimum of {tau.min()}")
-    try:
-        shape = np.broadcast_shapes(n.shape, delta.shape, tau.shape)
-    except ValueError as err:
-        raise ValueError(
-            f"n_keys, margin and scale must broadcast together, got shapes {n.shape}, {delta.shape}, {tau.shape}"
-        ) from err
-    # w = 1 / (1 + (n - 1) e^{-tau delta}) = exp(-log(1 + e^{log(n - 1) - tau delta})): no overflow,
-    # and exactly 1 for a single key (log 0 = -inf) whatever the margin.
+    # ln(n - 1) - tau delta (ln 0 = -inf for a single key, whatever the margin)
     with np.errstate(divide="ignore"):
-        log_others = np.log(n.astype(np.float64) - 1.0) - tau * delta
+        log_others = np.log(n_keys.astype(np.float64) - 1.0) - scale * margin
+    # w = 1 / (1 + (n - 1) e^{-tau delta}) = exp(-log(1 + e^{ln(n - 1) - tau delta})): no overflow
     w = np.exp(-np.logaddexp(0.0, log_others))
-    return np.broadcast_to(w, shape).astype(np.float64)
+    return np.array(w, dtype=np.float64)
 
 
-def _bool(name: str, value) -> bool:
-    return _checks.boolean(name, value)
+_OUTPUTS = (entries("n_sequences * n_tokens * d_model",
+                    lambda n_sequences, n_tokens, d_model: n_sequences * n_tokens * max(d_model, n_tokens)),
+            entries("(vocab_size + 1) * d_model", lambda vocab_size, d_model: (vocab_size + 1) * d_model),
+            entries("d_model ** 2", lambda d_model: d_model * d_model))
+_FINITE_SCORES = Finite("weight_std", "the attention scores overflow: use a smaller weight_std")
 
 
-def _seed(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {value!r}")
-    if value >= 2**63:
-        raise ValueError(f"seed must be an integer in 0..2**63 - 1 (torch's seeds are 64-bit), got {value}")
-    return int(value)
-
-
+@contract(*_OUTPUTS, result=_FINITE_SCORES)
 def nope_layer_outputs(
-    n_sequences: int,
-    n_tokens: int,
-    causal: bool,
-    d_model: int = 16,
-    vocab_size: int = 8,
-    weight_std: float = 0.02,
-    bos: bool = True,
-    seed: int = 0,
+    n_sequences: Size,
+    n_tokens: Size,
+    causal: Flag,
+    d_model: Size = 16,
+    vocab_size: Size = 8,
+    weight_std: Positive = 0.02,
+    bos: Flag = True,
+    seed: Seed = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Outputs of one position-free attention head on random token sequences.
 
@@ -279,28 +273,17 @@ def nope_layer_outputs(
     outputs : float64 array ``(n_sequences, n_tokens, d_model)``.
     tokens : int64 array ``(n_sequences, n_tokens)`` of token ids.
     """
-    n_sequences = _checks.size("n_sequences", n_sequences)
-    n_tokens = _checks.size("n_tokens", n_tokens)
-    causal = _bool("causal", causal)
-    d_model = _checks.size("d_model", d_model)
-    vocab_size = _checks.size("vocab_size", vocab_size)
-    _checks.entries("n_sequences * n_tokens * d_model", n_sequences * n_tokens * max(d_model, n_tokens))
-    _checks.entries("(vocab_size + 1) * d_model", (vocab_size + 1) * d_model)
-    _checks.entries("d_model ** 2", d_model * d_model)
-    weight_std = _checks.positive_float("weight_std", weight_std)
-    bos = _bool("bos", bos)
-    seed = _seed(seed)
     rng = np.random.default_rng(seed)
+    # embedding rows ~ N(0, 1), the last one BOS; W_Q, W_K, W_V ~ N(0, weight_std^2)
     embedding = rng.normal(size=(vocab_size + 1, d_model))
     w_q, w_k, w_v = rng.normal(scale=weight_std, size=(3, d_model, d_model))
+    # tokens drawn uniformly, BOS in slot 0: (n_sequences, n_tokens)
     tokens = rng.integers(0, vocab_size, size=(n_sequences, n_tokens))
     if bos:
         tokens[:, 0] = vocab_size
-    mask = causal_mask(n_tokens) if causal else None
-    try:
-        outputs, _ = self_attention(embedding[tokens], w_q, w_k, w_v, mask=mask)
-    except ValueError as err:  # the inputs are well formed, so only the scale can be at fault
-        raise ValueError(f"weight_std must be small enough for finite attention scores, got {weight_std}") from err
+    mask = causal_mask.__wrapped__(n_tokens) if causal else None
+    # O = softmax(X W_Q (X W_K)^T / sqrt(d) + M) X W_V: (n_sequences, n_tokens, d_model)
+    outputs, _ = self_attention.__wrapped__(embedding[tokens], w_q, w_k, w_v, mask=mask)
     return outputs, tokens.astype(np.int64)
 
 
@@ -321,19 +304,29 @@ class ProbeResult(NamedTuple):
     """Predicted positions, float64 ``(n_test, n_tokens)``; column ``i`` holds slot ``i``."""
 
 
+_TRAINING_WORK = limit("steps * n_train * n_tokens * hidden * d_model",
+                       lambda steps, n_train, n_tokens, hidden, d_model: steps * n_train * n_tokens * hidden * d_model,
+                       _PROBE_WORK, f"2**38 = {_PROBE_WORK:,} multiply-adds of training (minutes on a CPU): use "
+                       "fewer steps or a smaller probe")
+
+
+@contract(_TRAINING_WORK, entries("(n_train + n_test) * n_tokens * d_model",
+                                  lambda n_train, n_test, n_tokens, d_model: (n_train + n_test) * n_tokens
+                                  * max(d_model, n_tokens)),
+          *_OUTPUTS[1:], result=_FINITE_SCORES)
 def position_probe(
-    causal: bool = True,
-    n_tokens: int = 16,
-    d_model: int = 16,
-    vocab_size: int = 8,
-    weight_std: float = 0.02,
-    bos: bool = True,
-    n_train: int = 256,
-    n_test: int = 128,
-    hidden: int = 64,
-    steps: int = 400,
-    lr: float = 0.02,
-    seed: int = 0,
+    causal: Flag = True,
+    n_tokens: Annotated[int, Integer(2, MAX_POSITION, why="one slot has no position to find")] = 16,
+    d_model: Size = 16,
+    vocab_size: Size = 8,
+    weight_std: Positive = 0.02,
+    bos: Flag = True,
+    n_train: Size = 256,
+    n_test: Size = 128,
+    hidden: Size = 64,
+    steps: Size = 400,
+    lr: Annotated[float, Real(gt=0.0, le=10.0, why="Adam's step size")] = 0.02,
+    seed: Seed = 0,
 ) -> ProbeResult:
     r"""Train a small probe to read each token's position from a NoPE head's output.
 
@@ -364,34 +357,19 @@ def position_probe(
     rows times ``hidden * d_model``, may be at most ``2**38`` multiply-adds (160 times
     the defaults, minutes on a CPU), and ``lr`` at most 10; more is refused.
     """
-    n_tokens = _checks.size("n_tokens", n_tokens)
-    if n_tokens < 2:
-        raise ValueError(f"n_tokens must be an integer >= 2 (one slot has no position to find), got {n_tokens}")
-    n_train = _checks.size("n_train", n_train)
-    n_test = _checks.size("n_test", n_test)
-    hidden = _checks.size("hidden", hidden)
-    steps = _checks.size("steps", steps)
-    width = _checks.size("d_model", d_model)
-    work = steps * n_train * n_tokens * hidden * width
-    if work > _PROBE_WORK:
-        raise ValueError(
-            f"steps * n_train * n_tokens * hidden * d_model must stay within 2**38 = {_PROBE_WORK:,} "
-            f"multiply-adds of training (minutes on a CPU), got {work:,}; use fewer steps or a smaller probe"
-        )
-    lr = _checks.positive_float("lr", lr)
-    if lr > 10.0:
-        raise ValueError(f"lr must be a real number in (0, 10] (Adam's step size), got {lr}")
-    seed = _seed(seed)
-    outputs, _ = nope_layer_outputs(
+    outputs, _ = nope_layer_outputs.__wrapped__(
         n_train + n_test, n_tokens, causal, d_model=d_model, vocab_size=vocab_size,
         weight_std=weight_std, bos=bos, seed=seed,
     )
     d_model = outputs.shape[-1]
+    # each output row's slot i, the target: (n_train + n_test, n_tokens)
     positions = np.broadcast_to(np.arange(n_tokens, dtype=np.float64), outputs.shape[:2])
+    # one row per token: (n_train * n_tokens, d_model) and (n_test * n_tokens, d_model)
     x_train = outputs[:n_train].reshape(-1, d_model)
     x_test = outputs[n_train:].reshape(-1, d_model)
     y_train = positions[:n_train].reshape(-1)
     y_test = positions[n_train:].reshape(-1)
+    # features standardised with the training mean and standard deviation
     mean = x_train.mean(axis=0)
     std = x_train.std(axis=0)
     std[std < 1e-12] = 1.0
@@ -403,10 +381,12 @@ def position_probe(
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
+            # R^d -> R^hidden -> R, with a ReLU
             probe = nn.Sequential(nn.Linear(d_model, hidden), nn.ReLU(), nn.Linear(hidden, 1))
             optimiser = torch.optim.Adam(probe.parameters(), lr=lr)
             for _ in range(steps):
                 optimiser.zero_grad()
+                # mean of (i_hat - i)^2, full batch
                 loss = torch.mean((probe(x_train).squeeze(-1) - target) ** 2)
                 loss.backward()
                 optimiser.step()
@@ -422,7 +402,8 @@ def position_probe(
     )
 
 
-def unmasked_probe_floor(n_tokens: int, bos: bool = True) -> float:
+@contract
+def unmasked_probe_floor(n_tokens: Count, bos: Flag = True) -> float:
     r"""The smallest mean absolute error any probe can reach on an unmasked NoPE layer.
 
     If the tokens in slots :math:`s, \dots, n-1` are independent and identically
@@ -443,6 +424,7 @@ def unmasked_probe_floor(n_tokens: int, bos: bool = True) -> float:
 
     Returns a float >= 0.
     """
-    n_tokens = _checks.positive_int("n_tokens", n_tokens)
-    free = n_tokens - 1 if _bool("bos", bos) else n_tokens
+    # m = n - s free slots: s = 1 with BOS, 0 without
+    free = n_tokens - 1 if bos else n_tokens
+    # floor(m^2 / 4) / n
     return (free * free // 4) / n_tokens

@@ -19,11 +19,14 @@ is the hardware's (CPU here), not a model of it. Reference values are float64
 """
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import torch
 
-from . import _checks
 from . import rope
+from ._contracts import (Array, Frequencies, NonNegative, OneOf, Positions, Sequences, broadcast_to_leading, contract,
+                         entries, pairs_fit, rule, same_shape)
 
 __all__ = [
     "DTYPES",
@@ -39,13 +42,39 @@ __all__ = [
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16,
           "float16": torch.float16}
 
+#: The name of a format, one of :data:`DTYPES`.
+DtypeName = Annotated[str, OneOf(*DTYPES)]
 
-def significant_bits(dtype: str) -> int:
+_ANGLES = entries("positions.size * len(inv_freq)", lambda positions, inv_freq: positions.size * inv_freq.size)
+
+
+def _angles_held(positions, inv_freq, angle_dtype) -> None:
+    """The angles ``m theta_i`` fit in ``angle_dtype`` (beyond, their cosines are nan)."""
+    largest = float(np.max(positions, initial=0)) * float(np.max(np.abs(inv_freq)))
+    if largest > torch.finfo(DTYPES[angle_dtype]).max:
+        raise ValueError(f"positions and inv_freq must give angles that angle_dtype {angle_dtype} can hold "
+                         f"(at most {torch.finfo(DTYPES[angle_dtype]).max:.4g}), got {largest:.4g}")
+
+
+def _held_in(*names: str):
+    """A rule: the arrays ``names`` hold numbers that ``table_dtype`` can represent."""
+    def check(table_dtype, *arrays):
+        top = torch.finfo(DTYPES[table_dtype]).max
+        for name, x in zip(names, arrays):
+            if x.size and np.max(np.abs(x)) > top:
+                raise ValueError(f"{name} must hold numbers that table_dtype {table_dtype} can represent "
+                                 f"(|x| <= {top:.4g}), got {np.max(np.abs(x)):.4g}")
+    return rule(("table_dtype", *names), check)
+
+
+@contract
+def significant_bits(dtype: DtypeName) -> int:
     """Bits of precision ``p`` of a format (stored mantissa bits + 1): 53, 24, 8, 11."""
-    return {"float64": 53, "float32": 24, "bfloat16": 8, "float16": 11}[_dtype_name(dtype)]
+    return {"float64": 53, "float32": 24, "bfloat16": 8, "float16": 11}[dtype]
 
 
-def angles_in(positions, inv_freq, dtype: str = "float32") -> np.ndarray:
+@contract(_ANGLES)
+def angles_in(positions: Positions, inv_freq: Frequencies, dtype: DtypeName = "float32") -> np.ndarray:
     r"""The angles ``m * theta_i`` formed in ``dtype``, returned as float64.
 
     The positions and the frequencies are rounded to ``dtype`` and multiplied in
@@ -54,28 +83,32 @@ def angles_in(positions, inv_freq, dtype: str = "float32") -> np.ndarray:
     ``inv_freq``: ``(d/2,)``. Shape ``P + (d/2,)``; ``inf`` where ``dtype`` overflows
     (float16 beyond 65504).
     """
-    m = _checks.positions("positions", positions)
-    theta = _frequencies(inv_freq)
-    t = DTYPES[_dtype_name(dtype)]
-    product = torch.as_tensor(m, dtype=torch.float64).to(t)[..., None] * torch.as_tensor(theta).to(t)
+    t = DTYPES[dtype]
+    # m and theta_i rounded to dtype, their product rounded again: shape P + (d/2,)
+    product = torch.as_tensor(positions, dtype=torch.float64).to(t)[..., None] * torch.as_tensor(inv_freq).to(t)
     return product.double().numpy()
 
 
-def angle_error(positions, inv_freq, dtype: str = "float32") -> np.ndarray:
+@contract(_ANGLES)
+def angle_error(positions: Positions, inv_freq: Frequencies, dtype: DtypeName = "float32") -> np.ndarray:
     r"""How far the rotation by :func:`angles_in` is from the exact one, in radians.
 
     ``|wrap(angle_dtype - m theta_i)|`` with the difference wrapped into ``[-pi, pi]``
     (a rotation sees its angle modulo ``2 pi``); ``inf`` where the format overflowed.
     Shape ``P + (d/2,)``, float64.
     """
-    low = angles_in(positions, inv_freq, dtype)
-    exact = rope.angles(positions, _frequencies(inv_freq))
+    low = angles_in.__wrapped__(positions, inv_freq, dtype)
+    exact = rope.angles.__wrapped__(positions, inv_freq)
     with np.errstate(invalid="ignore"):
+        # |wrap(angle_dtype - m theta_i)|, wrapped into [-pi, pi]
         diff = np.abs(np.angle(np.exp(1j * (low - exact))))
+    # inf where the format overflowed
     return np.where(np.isfinite(low), diff, np.inf)
 
 
-def table_error(positions, inv_freq, angle_dtype: str = "float32", table_dtype: str = "bfloat16") -> np.ndarray:
+@contract(_ANGLES, _angles_held)
+def table_error(positions: Positions, inv_freq: Frequencies, angle_dtype: DtypeName = "float32",
+                table_dtype: DtypeName = "bfloat16") -> np.ndarray:
     r"""The error of the ``cos``/``sin`` tables a library feeds to the rotation.
 
     Angles formed in ``angle_dtype`` (:func:`angles_in`), their cosine and sine
@@ -84,12 +117,14 @@ def table_error(positions, inv_freq, angle_dtype: str = "float32", table_dtype: 
     against float64. Shape ``P + (d/2,)``.
     """
     cos, sin = _tables(positions, inv_freq, angle_dtype, table_dtype)
-    exact = rope.angles(positions, _frequencies(inv_freq))
+    exact = rope.angles.__wrapped__(positions, inv_freq)
+    # max(|cos - cos_exact|, |sin - sin_exact|)
     return np.maximum(np.abs(cos.double().numpy() - np.cos(exact)), np.abs(sin.double().numpy() - np.sin(exact)))
 
 
-def rotate_like_library(x, positions, inv_freq, angle_dtype: str = "float32",
-                        table_dtype: str = "bfloat16") -> np.ndarray:
+@contract(pairs_fit("x"), broadcast_to_leading("positions", "x"), _ANGLES, _angles_held, _held_in("x"))
+def rotate_like_library(x: Sequences, positions: Positions, inv_freq: Frequencies, angle_dtype: DtypeName = "float32",
+                        table_dtype: DtypeName = "bfloat16") -> np.ndarray:
     r"""Rotate ``x`` (``(..., n, d)``, split layout) with tables and arithmetic in low precision.
 
     ``x`` is cast to ``table_dtype``, the tables are those of :func:`table_error`, and
@@ -97,21 +132,27 @@ def rotate_like_library(x, positions, inv_freq, angle_dtype: str = "float32",
     ``apply_rotary_pos_emb`` does in the model's dtype. ``positions``: ``(n,)``.
     Returns float64 of the shape of ``x``.
     """
-    x = _checks.array("x", x, ndim_at_least=2)
-    theta = _frequencies(inv_freq)
-    if x.shape[-1] != 2 * theta.size:
-        raise ValueError(f"x must have last dimension d = 2 * len(inv_freq) = {2 * theta.size}, got {x.shape}")
-    cos, sin = _tables(positions, theta, angle_dtype, table_dtype)
-    t = DTYPES[_dtype_name(table_dtype)]
-    xt = torch.tensor(np.array(x)).to(t)
-    half = theta.size
+    cos, sin = _tables(positions, inv_freq, angle_dtype, table_dtype)
+    xt = torch.tensor(np.array(x)).to(DTYPES[table_dtype])
+    half = inv_freq.size
     x1, x2 = xt[..., :half], xt[..., half:]
+    # x cos + rotate_half(x) sin, in table_dtype
     out = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
     return out.double().numpy()
 
 
-def score_error(q, k, query_positions, distance: int, inv_freq, angle_dtype: str = "float32",
-                table_dtype: str = "bfloat16") -> np.ndarray:
+def _queries_after_keys(query_positions, distance) -> None:
+    if query_positions.ndim != 1 or query_positions.size == 0 or query_positions.min() < distance:
+        raise ValueError(f"query_positions must be a non-empty 1-D array of integers >= distance ({distance})")
+
+
+@contract(same_shape("q", "k"), _queries_after_keys, pairs_fit("q"),
+          rule(("query_positions", "inv_freq", "angle_dtype"), _angles_held), _held_in("q", "k"),
+          entries("query_positions.size * d", lambda query_positions, q: query_positions.size * q.size))
+def score_error(q: Annotated[np.ndarray, Array(ndim=1)], k: Annotated[np.ndarray, Array(ndim=1)],
+                query_positions: Positions,
+                distance: NonNegative, inv_freq: Frequencies, angle_dtype: DtypeName = "float32",
+                table_dtype: DtypeName = "bfloat16") -> np.ndarray:
     r"""Error of the score ``q . k`` for a query at ``m`` and a key at ``m - distance``, per ``m``.
 
     Both vectors are rotated by :func:`rotate_like_library`; their dot product is taken
@@ -120,33 +161,17 @@ def score_error(q, k, query_positions, distance: int, inv_freq, angle_dtype: str
     the distance alone (:func:`companion.rope.relative_score`). ``q``, ``k``: ``(d,)``;
     ``query_positions``: integers ``>= distance``, shape ``(P,)``. Returns ``(P,)``.
     """
-    q = _checks.array("q", q)
-    k = _checks.array("k", k)
-    if q.ndim != 1 or q.shape != k.shape:
-        raise ValueError(f"q and k must be vectors of the same length d, got shapes {q.shape} and {k.shape}")
-    m = _checks.positions("query_positions", query_positions)
-    distance = int(_checks.at_least("distance", distance, 0))
-    if m.ndim != 1 or m.size == 0 or m.min() < distance:
-        raise ValueError(f"query_positions must be a non-empty 1-D array of integers >= distance ({distance})")
-    theta = _frequencies(inv_freq)
-    rq = rotate_like_library(np.broadcast_to(q, (m.size, q.size)), m, theta, angle_dtype, table_dtype)
-    rk = rotate_like_library(np.broadcast_to(k, (m.size, k.size)), m - distance, theta, angle_dtype, table_dtype)
-    exact = rope.relative_score(q, k, -distance, theta, layout="split")
+    m = query_positions
+    # q rotated at m, k at m - distance, with the library's rounding
+    rq = rotate_like_library.__wrapped__(np.broadcast_to(q, (m.size, q.size)), m, inv_freq, angle_dtype, table_dtype)
+    rk = rotate_like_library.__wrapped__(np.broadcast_to(k, (m.size, k.size)), m - distance, inv_freq, angle_dtype,
+                                         table_dtype)
+    # the exact score depends on the distance alone: q^T R_{-distance} k
+    exact = rope.relative_score.__wrapped__(q, k, np.asarray(-distance), inv_freq, layout="split")
     return np.sum(rq * rk, axis=-1) - exact
 
 
 def _tables(positions, inv_freq, angle_dtype, table_dtype):
-    t_angle, t_table = DTYPES[_dtype_name(angle_dtype)], DTYPES[_dtype_name(table_dtype)]
-    phi = torch.as_tensor(angles_in(positions, inv_freq, angle_dtype)).to(t_angle)
-    return torch.cos(phi).to(t_table), torch.sin(phi).to(t_table)
-
-
-def _frequencies(inv_freq) -> np.ndarray:
-    theta = _checks.array("inv_freq", inv_freq)
-    if theta.ndim != 1 or theta.size == 0:
-        raise ValueError(f"inv_freq must be a non-empty 1-D array (one frequency per pair), got shape {theta.shape}")
-    return theta
-
-
-def _dtype_name(dtype) -> str:
-    return _checks.one_of("dtype", dtype, tuple(DTYPES))
+    """``cos`` and ``sin`` of the angles formed in ``angle_dtype``, computed there, cast to ``table_dtype``."""
+    phi = torch.as_tensor(angles_in.__wrapped__(positions, inv_freq, angle_dtype)).to(DTYPES[angle_dtype])
+    return torch.cos(phi).to(DTYPES[table_dtype]), torch.sin(phi).to(DTYPES[table_dtype])

@@ -15,15 +15,20 @@ minus query) unless a paper fixes the other sign (Transformer-XL's ``R_{i-j}``).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
-from . import _checks
-from .absolute import _sinusoid
-from .attention import softmax
+from . import _tensors
+from ._contracts import (MAX_ENTRIES, Array, BooleanMask, Count, EvenSize, Finite, Flag, Integer, Integers, Matrix,
+                         NonNegative, OneOf, Positive, Sequences, Size, Tensor, TensorMask, TensorPositions, contract,
+                         entries,
+                         keys_after_queries, layer_width, leading_dims_broadcast, mask_and_bias_fit, rows_fit, rule,
+                         same_dtype, same_last_dim, same_size)
+from .absolute import sinusoidal
+from .attention import relative_positions, softmax
 
 __all__ = [
     "relative_positions",
@@ -42,28 +47,29 @@ __all__ = [
     "position_cost",
 ]
 
+#: A vector of learned numbers (Transformer-XL's ``u`` and ``v``).
+Vector = Annotated[np.ndarray, Array(ndim=1)]
+#: A floating-point tensor ``(..., n, d)``.
+TensorSequences = Annotated[torch.Tensor, Tensor(ndim_at_least=2)]
+#: A floating-point tensor ``(n, d)``.
+TensorMatrix = Annotated[torch.Tensor, Tensor(ndim=2)]
+#: A number of buckets.
+Buckets = Annotated[int, Integer(1, MAX_ENTRIES)]
+
+
+def _rows_of(q, k) -> None:
+    """``q`` has a query (a row) and ``k`` as many keys or more: the queries are the last positions."""
+    if q.shape[-2] == 0:
+        raise ValueError(f"n_queries must be an integer >= 1: q must have a row, got shape {tuple(q.shape)}")
+    keys_after_queries(q.shape[-2], k.shape[-2])
+
 
 # --- distances -----------------------------------------------------------------------
 
 
-def relative_positions(n_queries: int, n_keys: int | None = None) -> np.ndarray:
-    r"""Key position minus query position, :math:`j - i`, for every pair.
-
-    Query row ``r`` sits at position :math:`i = r + n_\text{keys} - n_\text{queries}`
-    (the queries are the last positions); key column ``j`` at position ``j``.
-    ``n_keys`` defaults to ``n_queries`` and must be ``>= n_queries``.
-
-    Returns an int64 array of shape ``(n_queries, n_keys)``; 0 on the diagonal,
-    negative for keys in the past (Shaw et al. 2018; Raffel et al. 2020).
-    """
-    n_queries, n_keys = _sizes(n_queries, n_keys)
-    _checks.entries("n_queries * n_keys", n_queries * n_keys)
-    i = np.arange(n_queries)[:, None] + (n_keys - n_queries)
-    j = np.arange(n_keys)[None, :]
-    return j - i
-
-
-def clipped_distances(n_queries: int, n_keys: int, k: int) -> np.ndarray:
+@contract(keys_after_queries, entries("n_queries * n_keys", lambda n_queries, n_keys: n_queries * n_keys))
+def clipped_distances(n_queries: Size, n_keys: Size, k: Annotated[int, Integer(0, why="the clipping distance")]
+                      ) -> np.ndarray:
     r"""Relative distances clipped at :math:`\pm k` (Shaw, Uszkoreit & Vaswani 2018).
 
     .. math:: \operatorname{clip}(j - i, k) = \max\bigl(-k, \min(k, j - i)\bigr) .
@@ -73,19 +79,31 @@ def clipped_distances(n_queries: int, n_keys: int, k: int) -> np.ndarray:
     gives every pair the same vector: no position at all). Shape
     ``(n_queries, n_keys)``, int64, values in ``-k..k``.
     """
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
-        raise ValueError(f"k (the clipping distance) must be an integer >= 0, got {k!r}")
-    if n_keys is None:
-        raise ValueError("n_keys must be an integer >= n_queries, got None")
-    distances = relative_positions(n_queries, n_keys)
-    reach = min(int(k), n_queries + n_keys)  # clipping beyond the longest distance changes nothing
+    # j - i, shape (n_queries, n_keys)
+    distances = relative_positions.__wrapped__(n_queries, n_keys)
+    # clipping beyond the longest distance changes nothing (and keeps the bounds small)
+    reach = min(k, n_queries + n_keys)
+    # max(-k, min(k, j - i))
     return np.clip(distances, -reach, reach)
 
 
 # --- Shaw, Uszkoreit & Vaswani (2018) -----------------------------------------------
 
 
-def shaw_scores(q, k, w_k) -> np.ndarray:
+def _clip_table(name: str, width_of: str | None = None):
+    """A rule: the array ``name`` is a ``(2c + 1, width)`` table, one row per distance ``-c..c``."""
+    def check(table, like=None):
+        width = None if like is None else like.shape[-1]
+        if table.shape[0] % 2 == 0 or (width is not None and table.shape[1] != width):
+            want = "d" if width is None else str(width)
+            raise ValueError(f"{name} must be a (2c + 1, {want}) table (odd number of rows, one per distance "
+                             f"-c..c), got shape {table.shape}")
+    return rule((name, width_of) if width_of else (name,), check)
+
+
+@contract(same_last_dim("q", "k"), leading_dims_broadcast("q", "k"), _rows_of, _clip_table("w_k", "q"),
+          result=Finite("q, k and w_k", "the scores overflow float64: scale them down"))
+def shaw_scores(q: Sequences, k: Sequences, w_k: Matrix) -> np.ndarray:
     r"""Scores with a learned vector per clipped distance added to each key.
 
     .. math::
@@ -106,18 +124,24 @@ def shaw_scores(q, k, w_k) -> np.ndarray:
     -------
     ``(..., n_queries, n_keys)`` float64.
     """
-    q, k = _query_key("q", q, "k", k)
-    w_k = _checks.array("w_k", w_k)
-    c = _clip_from_table("w_k", w_k, q.shape[-1])
-    row = clipped_distances(q.shape[-2], k.shape[-2], c) + c
+    c = (w_k.shape[0] - 1) // 2
+    # row r of w_k holds w^K_{r - c}: the row of each pair is clip(j - i, c) + c, shape (n_queries, n_keys)
+    row = clipped_distances.__wrapped__(q.shape[-2], k.shape[-2], c) + c
+    # q_i . k_j, shape (..., n_queries, n_keys)
     content = q @ np.swapaxes(k, -1, -2)
+    # q_i . a^K_ij: q_i . w^K_r for every row r, then the row of each pair
     position = np.take_along_axis(q @ w_k.T, np.broadcast_to(row, q.shape[:-1] + row.shape[-1:]), axis=-1)
-    with np.errstate(over="ignore", invalid="ignore"):
-        e = (content + position) / np.sqrt(q.shape[-1])
-    return _checks.finite_result("q, k and w_k", e, "the scores overflow float64: scale them down")
+    # e_ij = q_i . (k_j + a^K_ij) / sqrt(d)
+    return (content + position) / np.sqrt(q.shape[-1])
 
 
-def shaw_attention(q, k, v, w_k, w_v, mask=None):
+@contract(same_last_dim("q", "k"), leading_dims_broadcast("q", "k", "v"), _rows_of, _clip_table("w_k", "q"),
+          same_size("k", "v", axis=-2, what="number of rows n_keys"),
+          same_size("w_k", "w_v", axis=0, what="number of rows 2c + 1"), _clip_table("w_v", "v"),
+          rule(("q", "k", "mask"), mask_and_bias_fit),
+          result=Finite("q, k, v, w_k and w_v", "the scores overflow float64: scale them down"))
+def shaw_attention(q: Sequences, k: Sequences, v: Sequences, w_k: Matrix, w_v: Matrix,
+                   mask: Annotated[np.ndarray, BooleanMask()] | None = None):
     r"""Self-attention with relative position representations on keys and values.
 
     .. math::
@@ -141,26 +165,34 @@ def shaw_attention(q, k, v, w_k, w_v, mask=None):
     -------
     z : ``(..., n_queries, d_v)`` and alpha : ``(..., n_queries, n_keys)``.
     """
-    e = shaw_scores(q, k, w_k)
-    v = _checks.array("v", v, ndim_at_least=2)
-    if v.shape[-2] != e.shape[-1]:
-        raise ValueError(f"v must have n_keys = {e.shape[-1]} rows like k, got shape {v.shape}")
-    try:
-        np.broadcast_shapes(e.shape[:-2], v.shape[:-2])
-    except ValueError as err:
-        raise ValueError(
-            f"v must have leading (batch, head) dimensions that broadcast with q and k, got v {v.shape} "
-            f"for scores {e.shape}"
-        ) from err
-    c = (_checks.array("w_k", w_k).shape[0] - 1) // 2
-    w_v = _checks.array("w_v", w_v)
-    c_v = _clip_from_table("w_v", w_v, v.shape[-1])
-    if c_v != c:
-        raise ValueError(f"w_v must have as many rows as w_k ({2 * c + 1}), got {2 * c_v + 1}")
-    alpha = softmax(_apply_mask(e, mask), axis=-1)
-    a_v = w_v[clipped_distances(e.shape[-2], e.shape[-1], c) + c]  # (n_queries, n_keys, d_v)
+    # e_ij, shape (..., n_queries, n_keys)
+    e = shaw_scores.__wrapped__(q, k, w_k)
+    if mask is not None:
+        # e_ij = -inf where the mask forbids key j
+        e = np.where(mask, e, -np.inf)
+    # alpha_ij = softmax_j(e_ij)
+    alpha = softmax.__wrapped__(e, axis=-1)
+    c = (w_v.shape[0] - 1) // 2
+    # a^V_ij = w^V_{clip(j - i, c)}, shape (n_queries, n_keys, d_v)
+    a_v = w_v[clipped_distances.__wrapped__(e.shape[-2], e.shape[-1], c) + c]
+    # z_i = sum_j alpha_ij (v_j + a^V_ij), shape (..., n_queries, d_v)
     z = alpha @ v + np.einsum("...ij,ijd->...id", alpha, a_v)
     return z, alpha
+
+
+def _tensor_mask_fits(q, k, mask) -> None:
+    """``mask`` broadcasts to the scores ``(..., n_queries, n_keys)`` and leaves every query a key."""
+    if mask is None:
+        return
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2])
+    try:
+        full = mask.to(q.device).expand(shape) if mask.ndim <= len(shape) else None
+    except RuntimeError:
+        full = None
+    if full is None:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} must broadcast to the scores {tuple(shape)}")
+    if not bool(full.any(dim=-1).all()):
+        raise ValueError("mask must leave every query a key to attend to; a row of mask is all False")
 
 
 class ShawRelativeAttention(nn.Module):
@@ -179,27 +211,35 @@ class ShawRelativeAttention(nn.Module):
     are not scanned for NaN.
     """
 
-    def __init__(self, d: int, max_distance: int, d_v: int | None = None):
+    @contract(entries("(2 max_distance + 1) * max(d, d_v)",
+                      lambda d, max_distance, d_v: (2 * max_distance + 1) * max(d, d_v or d)))
+    def __init__(self, d: Size, max_distance: Annotated[int, Integer(0, 2**32)], d_v: Size | None = None):
         super().__init__()
-        self.d = _checks.size("d", d)
-        self.d_v = self.d if d_v is None else _checks.size("d_v", d_v)
-        self.max_distance = _checks.size("max_distance", max_distance, minimum=0)
-        rows = 2 * self.max_distance + 1
-        _checks.entries("(2 max_distance + 1) * max(d, d_v)", rows * max(self.d, self.d_v))
+        self.d = d
+        self.d_v = d if d_v is None else d_v
+        self.max_distance = max_distance
+        rows = 2 * max_distance + 1
+        # w^K_t and w^V_t for t = -c..c, N(0, 0.02^2)
         self.w_k = nn.Parameter(0.02 * torch.randn(rows, self.d))
         self.w_v = nn.Parameter(0.02 * torch.randn(rows, self.d_v))
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None):
-        _torch_query_key_value(q, k, v, self.d, self.d_v)
-        mask = _torch_mask("mask", mask, q.shape[:-2], k.shape[:-2], q.shape[-2], k.shape[-2], q.device)
+    @contract(layer_width("d", "q", "k"), layer_width("d_v", "v"), same_size("k", "v", axis=-2, what="n_keys"),
+              same_dtype("q", "k", "v"), leading_dims_broadcast("q", "k", "v"), _rows_of, _tensor_mask_fits)
+    def forward(self, q: TensorSequences, k: TensorSequences, v: TensorSequences,
+                mask: Annotated[torch.Tensor, TensorMask()] | None = None):
         n_q, n_k, c = q.shape[-2], k.shape[-2], self.max_distance
-        row = _torch_relative(n_q, n_k, q.device).clamp(-c, c) + c  # (n_q, n_k)
+        # clip(j - i, c) + c, the table row of each pair, shape (n_q, n_k)
+        row = _tensors.relative_positions(n_q, n_k, q.device).clamp(-c, c) + c
         w_k, w_v = self.w_k.to(q.dtype), self.w_v.to(v.dtype)
+        # q_i . a^K_ij, looked up from q_i . w^K_r
         position = torch.gather(q @ w_k.T, -1, row.expand(*q.shape[:-1], n_k))
+        # e_ij = (q_i . k_j + q_i . a^K_ij) / sqrt(d)
         e = (q @ k.transpose(-1, -2) + position) / math.sqrt(self.d)
         if mask is not None:
-            e = e.masked_fill(~mask, float("-inf"))
+            e = e.masked_fill(~mask.to(q.device), float("-inf"))
+        # alpha_ij = softmax_j(e_ij)
         alpha = torch.softmax(e, dim=-1)
+        # z_i = sum_j alpha_ij (v_j + a^V_ij)
         z = alpha @ v + torch.einsum("...ij,ijd->...id", alpha, w_v[row])
         return z, alpha
 
@@ -220,7 +260,8 @@ class XLTerms(NamedTuple):
     total: object
 
 
-def signed_sinusoid(distances, d: int, base: float = 10000.0) -> np.ndarray:
+@contract(entries("distances.size * d", lambda distances, d: distances.size * d))
+def signed_sinusoid(distances: Integers, d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
     r"""Sinusoid of a distance of either sign: :math:`R_t`, ``t`` any integer.
 
     .. math:: (R_t)_{2i} = \sin(\omega_i t), \qquad (R_t)_{2i+1} = \cos(\omega_i t),
@@ -231,13 +272,25 @@ def signed_sinusoid(distances, d: int, base: float = 10000.0) -> np.ndarray:
     :math:`i \ge j`; negative ``t`` only occurs for masked (future) pairs.
     Shape ``distances.shape + (d,)``, float64.
     """
-    t = _checks.integers("distances", distances)
-    r = _sinusoid("distances", np.abs(t), d, base)
-    r[..., 0::2] *= np.sign(t)[..., None]
+    # R_|t|, shape distances.shape + (d,)
+    r = sinusoidal.__wrapped__(np.abs(distances), d, base)
+    # R_{-t}: the sine components change sign (sine odd, cosine even)
+    r[..., 0::2] *= np.sign(distances)[..., None]
     return r
 
 
-def transformer_xl_terms(e_q, e_k, w_q, w_ke, w_kr, u, v, base: float = 10000.0) -> XLTerms:
+def _sinusoid_rows(w_kr) -> None:
+    if w_kr.shape[0] % 2:
+        raise ValueError(f"w_kr must have an even number of rows d_r (sinusoid pairs), got {w_kr.shape[0]}")
+
+
+@contract(same_size("e_q", "e_k", what="width d_model"), rows_fit("e_q", "w_q", "w_ke"),
+          same_size("w_q", "w_ke", "w_kr", ("u", 0), ("v", 0), what="d_head"), _sinusoid_rows,
+          rule(("e_q", "e_k"), _rows_of),
+          entries("(n_queries + n_keys) * d_r", lambda e_q, e_k, w_kr: (e_q.shape[0] + e_k.shape[0]) * w_kr.shape[0]),
+          entries("n_queries * n_keys", lambda e_q, e_k: e_q.shape[0] * e_k.shape[0]))
+def transformer_xl_terms(e_q: Matrix, e_k: Matrix, w_q: Matrix, w_ke: Matrix, w_kr: Matrix, u: Vector, v: Vector,
+                         base: Positive = 10000.0) -> XLTerms:
     r"""The four terms of the Transformer-XL relative score (Dai et al. 2019, section 3.3).
 
     .. math::
@@ -271,17 +324,21 @@ def transformer_xl_terms(e_q, e_k, w_q, w_ke, w_kr, u, v, base: float = 10000.0)
     -------
     :class:`XLTerms` ``(a, b, c, d, total)``, each ``(n_queries, n_keys)`` float64.
     """
-    e_q, e_k, w_q, w_ke, w_kr, u, v = _xl_arrays(e_q, e_k, w_q, w_ke, w_kr, u, v)
     n_q, n_k = e_q.shape[0], e_k.shape[0]
-    _sizes(n_q, n_k)
-    # Distances i - j run from 1 - n_q (row 0 of the table) to n_k - 1.
-    r_table = signed_sinusoid(np.arange(1 - n_q, n_k), w_kr.shape[0], base) @ w_kr
-    row = -relative_positions(n_q, n_k) + (n_q - 1)
+    # R_t W_kR for the distances t = i - j from 1 - n_q (row 0) to n_k - 1
+    r_table = signed_sinusoid.__wrapped__(np.arange(1 - n_q, n_k), w_kr.shape[0], base) @ w_kr
+    # the row of r_table of each pair: (i - j) + n_q - 1, shape (n_q, n_k)
+    row = -relative_positions.__wrapped__(n_q, n_k) + (n_q - 1)
+    # W_q E_{x_i} and W_kE E_{x_j}, as rows
     q = e_q @ w_q
     key = e_k @ w_ke
+    # (a) E_{x_i}^T W_q^T W_kE E_{x_j}
     a = q @ key.T
+    # (b) E_{x_i}^T W_q^T W_kR R_{i-j}
     b = np.take_along_axis(q @ r_table.T, row, axis=-1)
+    # (c) u^T W_kE E_{x_j}, the same for every query
     c = np.broadcast_to(key @ u, (n_q, n_k))
+    # (d) v^T W_kR R_{i-j}
     d = (r_table @ v)[row]
     return XLTerms(a, b, c, d, a + b + c + d)
 
@@ -299,12 +356,12 @@ class TransformerXLScores(nn.Module):
     on the device of ``e_q``.
     """
 
-    def __init__(self, d_model: int, d_head: int, base: float = 10000.0):
+    @contract(entries("d_model * d_head", lambda d_model, d_head: d_model * d_head))
+    def __init__(self, d_model: EvenSize, d_head: Size, base: Positive = 10000.0):
         super().__init__()
-        self.d_model = _checks.even_positive_int("d_model", d_model)
-        self.d_head = _checks.size("d_head", d_head)
-        _checks.entries("d_model * d_head", self.d_model * self.d_head)
-        self.base = _checks.positive_float("base", base)
+        self.d_model = d_model
+        self.d_head = d_head
+        self.base = base
         scale = d_model ** -0.5
         self.w_q = nn.Parameter(scale * torch.randn(d_model, d_head))
         self.w_ke = nn.Parameter(scale * torch.randn(d_model, d_head))
@@ -312,28 +369,25 @@ class TransformerXLScores(nn.Module):
         self.u = nn.Parameter(torch.zeros(d_head))
         self.v = nn.Parameter(torch.zeros(d_head))
 
-    def forward(self, e_q: torch.Tensor, e_k: torch.Tensor) -> XLTerms:
-        for name, e in (("e_q", e_q), ("e_k", e_k)):
-            _floating_tensor(name, e)
-        if e_q.ndim != 2 or e_k.ndim != 2 or e_q.shape[-1] != self.d_model or e_k.shape[-1] != self.d_model:
-            raise ValueError(
-                f"e_q and e_k must be (n, d_model={self.d_model}) matrices, "
-                f"got {tuple(e_q.shape)} and {tuple(e_k.shape)}"
-            )
-        if e_k.dtype != e_q.dtype or e_k.device != e_q.device:
-            raise ValueError(f"e_k must have the dtype and device of e_q ({e_q.dtype}, {e_q.device}), "
-                             f"got {e_k.dtype}, {e_k.device}")
-        n_q, n_k = _sizes(e_q.shape[0], e_k.shape[0])
-        _checks.entries("n_queries * n_keys", n_q * n_k)
+    @contract(layer_width("d_model", "e_q", "e_k"), same_dtype("e_q", "e_k"), rule(("e_q", "e_k"), _rows_of),
+              entries("n_queries * n_keys", lambda e_q, e_k: e_q.shape[0] * e_k.shape[0]))
+    def forward(self, e_q: TensorMatrix, e_k: TensorMatrix) -> XLTerms:
+        n_q, n_k = e_q.shape[0], e_k.shape[0]
         dev, dt = e_q.device, e_q.dtype
-        t = torch.arange(1 - n_q, n_k, device=dev)
-        r = _torch_signed_sinusoid(t, self.d_model, self.base).to(dt) @ self.w_kr.to(dt)
-        row = -_torch_relative(n_q, n_k, dev) + (n_q - 1)
+        # R_t W_kR for t = 1 - n_q .. n_k - 1
+        r = _tensors.sinusoid(torch.arange(1 - n_q, n_k, device=dev), self.d_model, self.base).to(dt) @ self.w_kr.to(dt)
+        # the row of r of each pair: (i - j) + n_q - 1
+        row = -_tensors.relative_positions(n_q, n_k, dev) + (n_q - 1)
+        # W_q E_{x_i} and W_kE E_{x_j}, as rows
         q = e_q @ self.w_q.to(dt)
         key = e_k @ self.w_ke.to(dt)
+        # (a) E_{x_i}^T W_q^T W_kE E_{x_j}
         a = q @ key.T
+        # (b) E_{x_i}^T W_q^T W_kR R_{i-j}
         b = torch.gather(q @ r.T, -1, row)
+        # (c) u^T W_kE E_{x_j}
         c = (key @ self.u.to(dt)).expand(n_q, n_k)
+        # (d) v^T W_kR R_{i-j}
         d = (r @ self.v.to(dt))[row]
         return XLTerms(a, b, c, d, a + b + c + d)
 
@@ -344,9 +398,21 @@ class TransformerXLScores(nn.Module):
 # --- T5 (Raffel et al. 2020) ----------------------------------------------------------
 
 
-def t5_bucket(
-    relative_position, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
-) -> np.ndarray:
+def _t5_options(bidirectional, num_buckets, max_distance) -> None:
+    if bidirectional and (num_buckets < 4 or num_buckets % 2):
+        raise ValueError(
+            f"num_buckets must be an even integer >= 4 when bidirectional (half per direction), got {num_buckets}")
+    if not bidirectional and num_buckets < 2:
+        raise ValueError(f"num_buckets must be an integer >= 2, got {num_buckets}")
+    exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
+    if max_distance <= exact:
+        raise ValueError(
+            f"max_distance must be > {exact} (the number of exact buckets per direction), got {max_distance}")
+
+
+@contract(_t5_options)
+def t5_bucket(relative_position: Integers, bidirectional: Flag = True, num_buckets: Buckets = 32,
+              max_distance: Size = 128) -> np.ndarray:
     r"""T5's bucket index for each relative position (key minus query).
 
     Raffel et al. (2020), as in Mesh TensorFlow's ``_relative_position_bucket`` and
@@ -382,24 +448,38 @@ def t5_bucket(
     -------
     int64 array of the shape of ``relative_position``, values in ``0..num_buckets-1``.
     """
-    rp = _checks.integers("relative_position", relative_position)
-    bidirectional, num_buckets, max_distance = _t5_options(bidirectional, num_buckets, max_distance)
+    rp = relative_position
     if bidirectional:
+        # keys after the query take the upper half of the buckets; n = |j - i|
         half = num_buckets // 2
         offset = np.where(rp > 0, half, 0)
         n, buckets = np.abs(rp), half
     else:
+        # decoder: n = max(0, i - j), future keys in bucket 0
         offset = 0
         n, buckets = np.maximum(-rp, 0), num_buckets
     exact = buckets // 2
+    # ln(n / e) / ln(max_distance / e)
     log_ratio = np.log(np.maximum(n, exact) / exact) / math.log(max_distance / exact)
+    # min(B - 1, e + floor(log_ratio (B - e)))
     large = np.minimum(exact + (log_ratio * (buckets - exact)).astype(np.int64), buckets - 1)
+    # n itself below e, the log-spaced bucket above
     return offset + np.where(n < exact, n, large)
 
 
-def t5_bias(
-    table, n_queries: int, n_keys: int | None = None, bidirectional: bool = True, max_distance: int = 128
-) -> np.ndarray:
+def _table_fits(table, bidirectional, max_distance) -> None:
+    if table.shape[1] == 0:
+        raise ValueError(f"table must be (num_buckets, n_heads) with n_heads >= 1, got shape {table.shape}")
+    if table.shape[0] < 2:
+        raise ValueError(f"table must have num_buckets >= 2 rows (one per bucket), got shape {table.shape}")
+    _t5_options(bidirectional, table.shape[0], max_distance)
+
+
+@contract(_table_fits, keys_after_queries,
+          entries("n_heads * n_queries * n_keys",
+                  lambda table, n_queries, n_keys: table.shape[1] * n_queries * (n_keys or n_queries)))
+def t5_bias(table: Matrix, n_queries: Size, n_keys: Size | None = None, bidirectional: Flag = True,
+            max_distance: Size = 128) -> np.ndarray:
     r"""T5's per-head score bias from a table of one scalar per bucket and head.
 
     .. math:: b_{h,ij} = T\bigl[\operatorname{bucket}(j - i),\, h\bigr],
@@ -416,14 +496,10 @@ def t5_bias(
     -------
     ``(n_heads, n_queries, n_keys)`` float64.
     """
-    table = _checks.array("table", table)
-    if table.ndim != 2 or table.shape[1] == 0:
-        raise ValueError(f"table must be (num_buckets, n_heads) with n_heads >= 1, got shape {table.shape}")
-    if table.shape[0] < 2:
-        raise ValueError(f"table must have num_buckets >= 2 rows (one per bucket), got shape {table.shape}")
-    n_queries, n_keys = _sizes(n_queries, n_keys)
-    _checks.entries("n_heads * n_queries * n_keys", table.shape[1] * n_queries * n_keys)
-    bucket = t5_bucket(relative_positions(n_queries, n_keys), bidirectional, table.shape[0], max_distance)
+    # bucket(j - i), shape (n_queries, n_keys)
+    bucket = t5_bucket.__wrapped__(relative_positions.__wrapped__(n_queries, n_keys), bidirectional, table.shape[0],
+                                   max_distance)
+    # b_{h,ij} = T[bucket(j - i), h], shape (n_heads, n_queries, n_keys)
     return np.moveaxis(table[bucket], -1, 0)
 
 
@@ -441,42 +517,53 @@ class T5RelativeBias(nn.Module):
     is :func:`t5_bucket` for an integer tensor.
     """
 
-    def __init__(self, n_heads: int, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True):
+    @contract(_t5_options, entries("num_buckets * n_heads", lambda n_heads, num_buckets: num_buckets * n_heads))
+    def __init__(self, n_heads: Size, num_buckets: Buckets = 32, max_distance: Size = 128, bidirectional: Flag = True):
         super().__init__()
-        self.n_heads = _checks.size("n_heads", n_heads)
-        self.bidirectional, self.num_buckets, self.max_distance = _t5_options(bidirectional, num_buckets, max_distance)
-        _checks.entries("num_buckets * n_heads", self.num_buckets * self.n_heads)
+        self.n_heads = n_heads
+        self.bidirectional, self.num_buckets, self.max_distance = bidirectional, num_buckets, max_distance
         self.table = nn.Embedding(self.num_buckets, self.n_heads)
 
-    def bucket(self, relative_position: torch.Tensor) -> torch.Tensor:
+    @contract
+    def bucket(self, relative_position: Annotated[torch.Tensor, TensorPositions(signed=True, floats=False)]
+               ) -> torch.Tensor:
         """:func:`t5_bucket` in torch: same rule, same integers, on the input's device.
 
         ``relative_position``: integers (a tensor, list or array), each within the
         supported range ``±2**32``.
         """
-        return self._bucket(_checks.tensor_integers("relative_position", relative_position, floats=False))
+        return self._bucket(relative_position)
 
     def _bucket(self, rp: torch.Tensor) -> torch.Tensor:
         if self.bidirectional:
+            # keys after the query take the upper half of the buckets; n = |j - i|
             half = self.num_buckets // 2
             offset = (rp > 0).long() * half
             n, buckets = rp.abs(), half
         else:
+            # decoder: n = max(0, i - j)
             offset = torch.zeros_like(rp)
             n, buckets = (-rp).clamp(min=0), self.num_buckets
         exact = buckets // 2
-        work = torch.float32 if rp.device.type == "mps" else torch.float64
-        log_ratio = torch.log(n.clamp(min=exact).to(work) / exact) / math.log(self.max_distance / exact)
+        # ln(n / e) / ln(max_distance / e), in float64 where the device has it
+        log_ratio = torch.log(n.clamp(min=exact).to(_tensors.work_dtype(rp.device)) / exact) \
+            / math.log(self.max_distance / exact)
+        # min(B - 1, e + floor(log_ratio (B - e)))
         large = (exact + (log_ratio * (buckets - exact)).long()).clamp(max=buckets - 1)
+        # n itself below e, the log-spaced bucket above
         return offset + torch.where(n < exact, n, large)
 
-    def forward(self, n_queries: int, n_keys: int | None = None) -> torch.Tensor:
-        n_q, n_k = _sizes(n_queries, n_keys)
-        _checks.entries("n_heads * n_queries * n_keys", self.n_heads * n_q * n_k)
+    @contract(keys_after_queries,
+              entries("n_heads * n_queries * n_keys",
+                      lambda self, n_queries, n_keys: self.n_heads * n_queries * (n_keys or n_queries)))
+    def forward(self, n_queries: Size, n_keys: Size | None = None) -> torch.Tensor:
+        n_q, n_k = n_queries, n_queries if n_keys is None else n_keys
         device = self.table.weight.device
-        # Each distance j - i in -(n_k - 1)..(n_q - 1) is bucketed and looked up once.
-        per_distance = self.table(self._bucket(torch.arange(1 - n_k, n_q, device=device)))  # (n_q + n_k - 1, H)
-        index = _torch_relative(n_q, n_k, device) + (n_k - 1)
+        # each distance j - i in -(n_k - 1)..(n_q - 1) bucketed and looked up once: (n_q + n_k - 1, H)
+        per_distance = self.table(self._bucket(torch.arange(1 - n_k, n_q, device=device)))
+        # the row of each pair: (j - i) + n_k - 1
+        index = _tensors.relative_positions(n_q, n_k, device) + (n_k - 1)
+        # (H, n_q, n_k)
         return per_distance.T[:, index]
 
     def extra_repr(self) -> str:
@@ -497,17 +584,18 @@ class PositionCost(NamedTuple):
     content_multiply_adds: int
 
 
+@contract(keys_after_queries)
 def position_cost(
-    method: str,
-    n_layers: int,
-    n_heads: int,
-    d_head: int,
-    n_queries: int,
-    n_keys: int | None = None,
+    method: Annotated[str, OneOf("shaw", "transformer_xl", "t5")],
+    n_layers: Count,
+    n_heads: Count,
+    d_head: Count,
+    n_queries: Size,
+    n_keys: Size | None = None,
     *,
-    clip: int = 16,
-    num_buckets: int = 32,
-    tied_uv: bool = False,
+    clip: NonNegative = 16,
+    num_buckets: Annotated[int, Integer(2)] = 32,
+    tied_uv: Flag = False,
 ) -> PositionCost:
     r"""Learned parameters and extra score work of Shaw, Transformer-XL or T5 positions.
 
@@ -554,187 +642,20 @@ def position_cost(
     -------
     :class:`PositionCost` ``(parameters, multiply_adds, content_multiply_adds)`` of ints.
     """
-    _checks.one_of("method", method, ("shaw", "transformer_xl", "t5"))
-    L = _checks.positive_int("n_layers", n_layers)
-    H = _checks.positive_int("n_heads", n_heads)
-    d_h = _checks.positive_int("d_head", d_head)
-    n_q, n_k = _sizes(n_queries, n_keys)
-    c = _nonneg_int("clip", clip)
-    buckets = _checks.positive_int("num_buckets", num_buckets)
-    if buckets < 2:
-        raise ValueError(f"num_buckets must be an integer >= 2, got {buckets}")
-    _checks.boolean("tied_uv", tied_uv)
+    L, H, d_h = n_layers, n_heads, d_head
+    n_q, n_k = n_queries, n_queries if n_keys is None else n_keys
+    # D = H d_head
     D = H * d_h
+    # QK^T and AV: 2 H n_q n_k d_head
     content = 2 * H * n_q * n_k * d_h
     if method == "shaw":
-        return PositionCost(2 * L * (2 * c + 1) * d_h, 2 * H * n_q * n_k * d_h, content)
+        # 2 L (2c + 1) d_head parameters; 2 H n_q n_k d_head multiply-adds
+        return PositionCost(2 * L * (2 * clip + 1) * d_h, 2 * H * n_q * n_k * d_h, content)
     if method == "transformer_xl":
+        # u, v: 2D for the stack, or 2 L D
         uv = 2 * D if tied_uv else 2 * L * D
+        # n_k D^2 + H n_q n_k d_head + 2 H n_k d_head
         work = n_k * D * D + H * n_q * n_k * d_h + 2 * H * n_k * d_h
         return PositionCost(L * D * D + uv, work, content)
-    return PositionCost(buckets * H, H * n_q * n_k, content)
-
-
-# --- private helpers ------------------------------------------------------------------
-
-
-def _sizes(n_queries, n_keys) -> tuple[int, int]:
-    n_queries = _checks.size("n_queries", n_queries)
-    n_keys = n_queries if n_keys is None else _checks.size("n_keys", n_keys)
-    if n_keys < n_queries:
-        raise ValueError(
-            f"n_keys must be >= n_queries ({n_queries}): the queries are the last positions, got n_keys={n_keys}"
-        )
-    return n_queries, n_keys
-
-
-def _nonneg_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-    return int(value)
-
-
-def _query_key(q_name, q, k_name, k):
-    q = _checks.array(q_name, q, ndim_at_least=2)
-    k = _checks.array(k_name, k, ndim_at_least=2)
-    if q.shape[-1] != k.shape[-1] or q.shape[-1] == 0:
-        raise ValueError(
-            f"{q_name} and {k_name} must have the same last dimension d >= 1, got {q.shape} and {k.shape}"
-        )
-    try:
-        np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-    except ValueError as err:
-        raise ValueError(
-            f"{q_name} and {k_name} must have leading (batch, head) dimensions that broadcast, "
-            f"got {q.shape} and {k.shape}"
-        ) from err
-    _sizes(q.shape[-2], k.shape[-2])
-    return q, k
-
-
-def _clip_from_table(name: str, table, width: int | None) -> int:
-    """The clipping distance c of a ``(2c + 1, width)`` table, or ValueError."""
-    shape = np.shape(table)
-    if len(shape) != 2 or shape[0] % 2 == 0 or (width is not None and shape[1] != width):
-        want = "d" if width is None else str(width)
-        raise ValueError(
-            f"{name} must be a (2c + 1, {want}) table (odd number of rows, one per distance -c..c), got shape {shape}"
-        )
-    return (shape[0] - 1) // 2
-
-
-def _apply_mask(scores: np.ndarray, mask) -> np.ndarray:
-    if mask is None:
-        return scores
-    return np.where(_checks.mask("mask", mask, scores.shape), scores, -np.inf)
-
-
-def _xl_arrays(e_q, e_k, w_q, w_ke, w_kr, u, v):
-    e_q = _checks.array("e_q", e_q)
-    e_k = _checks.array("e_k", e_k)
-    if e_q.ndim != 2 or e_k.ndim != 2 or e_q.shape[1] != e_k.shape[1]:
-        raise ValueError(
-            f"e_q and e_k must be (n, d_model) matrices of the same width, got {e_q.shape} and {e_k.shape}"
-        )
-    d_model = e_q.shape[1]
-    mats = {}
-    for name, w, rows in (("w_q", w_q, d_model), ("w_ke", w_ke, d_model), ("w_kr", w_kr, None)):
-        w = _checks.array(name, w)
-        if w.ndim != 2 or (rows is not None and w.shape[0] != rows):
-            raise ValueError(f"{name} must be a ({rows or 'd_r'}, d_head) matrix, got shape {w.shape}")
-        mats[name] = w
-    d_head = mats["w_q"].shape[1]
-    if mats["w_ke"].shape[1] != d_head or mats["w_kr"].shape[1] != d_head:
-        raise ValueError(
-            f"w_q, w_ke and w_kr must share d_head, got {mats['w_q'].shape}, {mats['w_ke'].shape}, {mats['w_kr'].shape}"
-        )
-    if mats["w_kr"].shape[0] % 2:
-        raise ValueError(f"w_kr must have an even number of rows d_r (sinusoid pairs), got {mats['w_kr'].shape[0]}")
-    vecs = []
-    for name, x in (("u", u), ("v", v)):
-        x = _checks.array(name, x)
-        if x.shape != (d_head,):
-            raise ValueError(f"{name} must be a vector of shape ({d_head},) (d_head), got {x.shape}")
-        vecs.append(x)
-    return (e_q, e_k, mats["w_q"], mats["w_ke"], mats["w_kr"], *vecs)
-
-
-def _t5_options(bidirectional, num_buckets, max_distance):
-    _checks.boolean("bidirectional", bidirectional)
-    num_buckets = _checks.size("num_buckets", num_buckets, maximum=_checks.MAX_ENTRIES)
-    if bidirectional and (num_buckets < 4 or num_buckets % 2):
-        raise ValueError(
-            f"num_buckets must be an even integer >= 4 when bidirectional (half per direction), got {num_buckets}"
-        )
-    if not bidirectional and num_buckets < 2:
-        raise ValueError(f"num_buckets must be an integer >= 2, got {num_buckets}")
-    exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
-    max_distance = _checks.size("max_distance", max_distance)
-    if max_distance <= exact:
-        raise ValueError(
-            f"max_distance must be > {exact} (the number of exact buckets per direction), got {max_distance}"
-        )
-    return bool(bidirectional), num_buckets, max_distance
-
-
-def _torch_relative(n_queries: int, n_keys: int, device) -> torch.Tensor:
-    """``j - i`` as an int64 tensor on ``device``, queries being the last positions."""
-    i = torch.arange(n_queries, device=device)[:, None] + (n_keys - n_queries)
-    j = torch.arange(n_keys, device=device)[None, :]
-    return j - i
-
-
-def _torch_signed_sinusoid(t: torch.Tensor, d: int, base: float) -> torch.Tensor:
-    work = torch.float32 if t.device.type == "mps" else torch.float64
-    two_i = torch.arange(0, d, 2, device=t.device, dtype=work)
-    angles = t.to(work)[:, None] * base ** (-two_i / d)
-    return torch.stack((torch.sin(angles), torch.cos(angles)), dim=-1).flatten(-2)
-
-
-def _floating_tensor(name: str, x) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise ValueError(f"{name} must be a floating-point torch.Tensor, got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise ValueError(f"{name} must be a floating-point torch.Tensor, got dtype {x.dtype}")
-
-
-def _torch_mask(name, mask, q_lead, k_lead, n_q, n_k, device):
-    """``mask`` as a boolean tensor broadcastable to ``(..., n_q, n_k)`` with no all-False row, or None."""
-    if mask is None:
-        return None
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        got = f"dtype {mask.dtype}" if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise ValueError(f"{name} must be a boolean torch.Tensor (True = may attend), got {got}")
-    shape = torch.broadcast_shapes(q_lead, k_lead) + (n_q, n_k)
-    try:
-        full = mask.to(device).expand(shape) if mask.ndim <= len(shape) else None
-    except RuntimeError:
-        full = None
-    if full is None:
-        raise ValueError(f"{name} of shape {tuple(mask.shape)} must broadcast to the scores {tuple(shape)}")
-    if not bool(full.any(dim=-1).all()):
-        raise ValueError(f"{name} must leave every query a key to attend to; a row of {name} is all False")
-    return mask.to(device)
-
-
-def _torch_query_key_value(q, k, v, d, d_v):
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        _floating_tensor(name, x)
-    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
-        raise ValueError(
-            f"q, k and v must have at least 2 dimensions, got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
-        )
-    if q.shape[-1] != d or k.shape[-1] != d:
-        raise ValueError(f"q and k must have last dimension d={d}, got {tuple(q.shape)} and {tuple(k.shape)}")
-    if v.shape[-1] != d_v or v.shape[-2] != k.shape[-2]:
-        raise ValueError(f"v must be (..., n_keys={k.shape[-2]}, d_v={d_v}), got {tuple(v.shape)}")
-    if not q.dtype == k.dtype == v.dtype:
-        raise ValueError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError as err:
-        raise ValueError(
-            f"q, k and v must have leading (batch, head) dimensions that broadcast, got "
-            f"{tuple(q.shape)}, {tuple(k.shape)} and {tuple(v.shape)}"
-        ) from err
-    _sizes(q.shape[-2], k.shape[-2])
+    # T5: B H parameters; H n_q n_k additions
+    return PositionCost(num_buckets * H, H * n_q * n_k, content)

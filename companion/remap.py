@@ -35,10 +35,13 @@ Su's ReRoPE code also multiplies every query at position ``m`` by
 """
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 
-from . import _checks
 from . import rope as _rope
+from ._contracts import (MAX_POSITION, Array, Factor, Frequencies, Integer, Matrix, Positions, Size, contract,
+                         entries, limit, ordered, pairs_fit, same_size)
 
 __all__ = [
     "rerope_distance",
@@ -52,47 +55,66 @@ __all__ = [
     "logn_scale",
 ]
 
+#: A training length: an integer in 2..2**32 (``ln L > 0``).
+TrainedLength = Annotated[int, Integer(2, MAX_POSITION, why="ln trained_length > 0")]
+#: Causal distances ``Delta >= 0`` (query position minus key position) within the supported range.
+CausalDistances = Annotated[np.ndarray, Array(nonnegative=True, bounded=True, what="distances",
+                                              why="query position minus key position")]
+#: A pair layout of :mod:`companion.rope`.
+Layout = _rope.Layout
 
-def rerope_distance(distance, window: int) -> np.ndarray:
+_SQUARE = entries("n * n", lambda n: n * n)
+
+
+def _one_distance_per_pair(q, k, distances) -> None:
+    """``distances`` has one entry per query-key pair: shape ``(n_q, n_k)``."""
+    if distances.shape != (q.shape[0], k.shape[0]):
+        raise ValueError(f"distances must have shape (n_q, n_k) = {(q.shape[0], k.shape[0])}, got {distances.shape}")
+
+
+_CHUNK_INSIDE_TRAINING = ordered("chunk", "trained_length",
+                                 why=": the local window trained_length - chunk is at least one token")
+_SCORES_FIT = entries("n_q * n_k * d / 2", lambda q, k, inv_freq: q.shape[0] * k.shape[0] * inv_freq.size)
+_SAME_N = same_size(("q", 0), ("k", 0), what="number of rows n (one query and one key per position)")
+
+
+@contract
+def rerope_distance(distance: CausalDistances, window: Size) -> np.ndarray:
     r"""ReRoPE's distance: ``D = min(Delta, w)`` for causal distances ``Delta >= 0`` (Su 2023).
 
     Float64 of the shape of ``distance``. Beyond the window every key is "``w`` tokens
     away": the score still depends on the key's content, no longer on how far it is.
     """
-    delta = _distances(distance)
-    w = _checks.size("window", window)
     # D = min(Delta, w)
-    return np.minimum(delta, w)
+    return np.minimum(distance, window)
 
 
-def leaky_rerope_distance(distance, window: int, leak: float) -> np.ndarray:
+@contract
+def leaky_rerope_distance(distance: CausalDistances, window: Size, leak: Factor) -> np.ndarray:
     r"""Leaky ReRoPE's distance: ``D = Delta`` for ``Delta < w``, ``D = w + (Delta - w)/k`` beyond (Su 2023).
 
     ``leak`` is ``k >= 1`` (Su's code uses 16); ``k = 1`` is plain RoPE and ``k -> inf``
     is ReRoPE. Float64 of the shape of ``distance``.
     """
-    delta = _distances(distance)
-    w = _checks.size("window", window)
-    k = _checks.at_least("leak", leak, 1.0)
     # D = Delta inside the window, w + (Delta - w) / k outside
-    return np.where(delta < w, delta, w + (delta - w) / k)
+    return np.where(distance < window, distance, window + (distance - window) / leak)
 
 
-def relative_distances(n: int) -> np.ndarray:
+@contract(_SQUARE)
+def relative_distances(n: Size) -> np.ndarray:
     r"""The RoPE distance matrix ``Delta[m, n] = m - n`` of a causal sequence (``-1`` above the diagonal).
 
     Shape ``(n, n)``, int64; entries above the diagonal, which a causal mask hides,
     are set to ``-1`` so that they cannot be mistaken for distances.
     """
-    n = _checks.size("n", n)
-    _checks.entries("n * n", n * n)
     idx = np.arange(n)
     # Delta = m - n on and below the diagonal
     delta = idx[:, None] - idx[None, :]
     return np.where(delta >= 0, delta, -1)
 
 
-def dca_query_positions(n: int, chunk: int, trained_length: int) -> dict:
+@contract(_CHUNK_INSIDE_TRAINING)
+def dca_query_positions(n: Size, chunk: Size, trained_length: TrainedLength) -> dict:
     r"""Dual Chunk Attention's position indices for ``n`` tokens (An et al. 2024, equations 2, 5, 7).
 
     With chunk size ``s = chunk``, training length ``c = trained_length`` and local
@@ -107,7 +129,7 @@ def dca_query_positions(n: int, chunk: int, trained_length: int) -> dict:
     Returns a dict of int64 arrays of shape ``(n,)``: ``"key"``, ``"intra"``,
     ``"successive"``, ``"inter"``. Requires ``1 <= s < c``.
     """
-    n, s, c = _dca_sizes(n, chunk, trained_length)
+    s, c = chunk, trained_length
     idx = np.arange(n)
     # P_k = P_intra = index mod s
     local = idx % s
@@ -116,7 +138,8 @@ def dca_query_positions(n: int, chunk: int, trained_length: int) -> dict:
     return {"key": local, "intra": local, "successive": successive, "inter": np.full(n, c - 1)}
 
 
-def dca_distances(n: int, chunk: int, trained_length: int) -> np.ndarray:
+@contract(_CHUNK_INSIDE_TRAINING, _SQUARE)
+def dca_distances(n: Size, chunk: Size, trained_length: TrainedLength) -> np.ndarray:
     r"""The distance matrix ``M[m, n]`` of Dual Chunk Attention (An et al. 2024, section 3.3).
 
     .. math::
@@ -131,17 +154,18 @@ def dca_distances(n: int, chunk: int, trained_length: int) -> np.ndarray:
     the ``w`` nearest keys of the previous chunk keep theirs too; all other distances
     lie between ``w`` and ``c - 1``. Shape ``(n, n)``, int64.
     """
-    p = dca_query_positions(n, chunk, trained_length)
-    s = int(chunk)
-    block = np.arange(n) // s
+    p = dca_query_positions.__wrapped__(n, chunk, trained_length)
+    block = np.arange(n) // chunk
     # how many chunks back the key lies: 0, 1 or more
     gap = block[:, None] - block[None, :]
     query = np.where(gap == 0, p["intra"][:, None], np.where(gap == 1, p["successive"][:, None], p["inter"][:, None]))
     # M = P_q - P_k on and below the diagonal
-    return np.where(relative_distances(n) >= 0, query - p["key"][None, :], -1)
+    return np.where(relative_distances.__wrapped__(n) >= 0, query - p["key"][None, :], -1)
 
 
-def remapped_scores(q, k, inv_freq, distances, layout: str = "split") -> np.ndarray:
+@contract(pairs_fit("q", "k"), _one_distance_per_pair, _SCORES_FIT)
+def remapped_scores(q: Matrix, k: Matrix, inv_freq: Frequencies, distances: Matrix, layout: Layout = "split"
+                    ) -> np.ndarray:
     r"""RoPE scores with the distance of each query-key pair replaced: ``S[m, n] = q_m^T R_{-D[m, n]} k_n``.
 
     Written with complex pairs (Su et al. 2021, eq. (12)):
@@ -153,14 +177,18 @@ def remapped_scores(q, k, inv_freq, distances, layout: str = "split") -> np.ndar
     any real numbers (negative entries are scored too; mask them afterwards).
     Returns ``(n_q, n_k)`` float64, unscaled (divide by ``sqrt(d)`` for attention).
     """
-    q, k, theta, D = _score_inputs(q, k, inv_freq, distances)
-    # h_{mn,i} = q~_{m,i} conj(k~_{n,i}) and the angles D[m,n] theta_i
-    h = _rope.to_complex(q, layout)[:, None, :] * np.conj(_rope.to_complex(k, layout))[None, :, :]
+    # h_{mn,i} = q~_{m,i} conj(k~_{n,i}), shape (n_q, n_k, d/2)
+    to_complex = _rope.to_complex.__wrapped__
+    h = to_complex(q, layout)[:, None, :] * np.conj(to_complex(k, layout))[None, :, :]
     # S = Re sum_i h e^{i D theta}
-    return np.sum(h * np.exp(1j * D[..., None] * theta), axis=-1).real
+    return np.sum(h * np.exp(1j * distances[..., None] * inv_freq), axis=-1).real
 
 
-def rerope_two_pass(q, k, inv_freq, window: int, leak: int | None = None, layout: str = "split") -> np.ndarray:
+@contract(pairs_fit("q", "k"), _SCORES_FIT,
+          limit("window * leak", lambda window, leak: window * (leak or 1), MAX_POSITION,
+                "2**32, the supported range of positions"))
+def rerope_two_pass(q: Matrix, k: Matrix, inv_freq: Frequencies, window: Size, leak: Size | None = None,
+                    layout: Layout = "split") -> np.ndarray:
     r"""(Leaky) ReRoPE as Su's code computes it: two score matrices, merged by the window.
 
     * pass 1: ``q`` at ``m`` and ``k`` at ``n`` with the frequencies ``theta`` (plain RoPE);
@@ -174,25 +202,26 @@ def rerope_two_pass(q, k, inv_freq, window: int, leak: int | None = None, layout
     :func:`leaky_rerope_distance`, for twice the work. ``q`` and ``k``: ``(n, d)``,
     positions ``0 .. n-1``. Returns ``(n, n)``, unscaled.
     """
-    q, k, theta, _ = _score_inputs(q, k, inv_freq, np.zeros((len(q), len(k))))
-    w = _checks.size("window", window)
+    rotate, theta, w = _rope.rotate.__wrapped__, inv_freq, window
     m = np.arange(q.shape[0])
     n = np.arange(k.shape[0])
     # pass 1: plain RoPE scores (R_m q) . (R_n k)
-    first = _rope.rotate(q, m, theta, layout) @ _rope.rotate(k, n, theta, layout).T
+    first = rotate(q, m, theta, layout) @ rotate(k, n, theta, layout).T
     if leak is None:
         # pass 2: (R_w q) . k, the distance frozen at w
-        second = _rope.rotate(q, np.full_like(m, w), theta, layout) @ k.T
+        second = rotate(q, np.full_like(m, w), theta, layout) @ k.T
     else:
-        k_leak = _checks.size("leak", leak)
-        slow = theta / k_leak
+        # theta / k
+        slow = theta / leak
         # pass 2: (R_{m + w(k-1)}(theta/k) q) . (R_n(theta/k) k)
-        second = _rope.rotate(q, m + w * (k_leak - 1), slow, layout) @ _rope.rotate(k, n, slow, layout).T
+        second = rotate(q, m + w * (leak - 1), slow, layout) @ rotate(k, n, slow, layout).T
     # inside the window pass 1, outside pass 2
     return np.where(np.abs(m[:, None] - n[None, :]) < w, first, second)
 
 
-def dca_scores(q, k, inv_freq, chunk: int, trained_length: int, layout: str = "split") -> np.ndarray:
+@contract(pairs_fit("q", "k"), _SAME_N, _SCORES_FIT, _CHUNK_INSIDE_TRAINING)
+def dca_scores(q: Matrix, k: Matrix, inv_freq: Frequencies, chunk: Size, trained_length: TrainedLength,
+               layout: Layout = "split") -> np.ndarray:
     r"""Dual Chunk Attention's scores as its implementation forms them: three query rotations, one key rotation.
 
     Keys are rotated once by ``P_k``; each query is rotated by ``P_intra``, ``P_succ``
@@ -202,19 +231,21 @@ def dca_scores(q, k, inv_freq, chunk: int, trained_length: int, layout: str = "s
     ``q``, ``k``: ``(n, d)``. Returns ``(n, n)``, unscaled; entries above the diagonal
     are 0.
     """
-    q, k, theta, _ = _score_inputs(q, k, inv_freq, np.zeros((len(q), len(k))))
-    p = dca_query_positions(q.shape[0], chunk, trained_length)
+    rotate, n = _rope.rotate.__wrapped__, q.shape[0]
+    p = dca_query_positions.__wrapped__(n, chunk, trained_length)
     # keys rotated once, by n mod s: what a cache of rotated keys holds
-    k_rot = _rope.rotate(k, p["key"], theta, layout)
-    scores = {kind: _rope.rotate(q, p[kind], theta, layout) @ k_rot.T for kind in ("intra", "successive", "inter")}
-    block = np.arange(q.shape[0]) // int(chunk)
+    k_rot = rotate(k, p["key"], inv_freq, layout)
+    # each query rotated three times: (R_{P_kind} q) . (R_{P_k} k)
+    scores = {kind: rotate(q, p[kind], inv_freq, layout) @ k_rot.T for kind in ("intra", "successive", "inter")}
+    block = np.arange(n) // chunk
     gap = block[:, None] - block[None, :]
     # same chunk, previous chunk, earlier chunks; nothing above the diagonal
     merged = np.where(gap == 0, scores["intra"], np.where(gap == 1, scores["successive"], scores["inter"]))
-    return np.where(relative_distances(q.shape[0]) >= 0, merged, 0.0)
+    return np.where(relative_distances.__wrapped__(n) >= 0, merged, 0.0)
 
 
-def logn_scale(positions, trained_length: int) -> np.ndarray:
+@contract
+def logn_scale(positions: Positions, trained_length: TrainedLength) -> np.ndarray:
     r"""The "log n" query scale of Su's ReRoPE code: ``max(1, ln(m + 1) / ln L)``.
 
     Equal to 1 inside the training length ``L`` and growing like ``ln m`` beyond it, so
@@ -222,43 +253,6 @@ def logn_scale(positions, trained_length: int) -> np.ndarray:
     (the same idea as Llama 4's temperature, :func:`companion.nope.attention_temperature`).
     Float64 of the shape of ``positions``.
     """
-    m = _checks.positions("positions", positions).astype(np.float64)
-    L = _checks.size("trained_length", trained_length, minimum=2)
     # max(1, ln(m + 1) / ln L)
-    return np.maximum(1.0, np.log(m + 1.0) / np.log(L))
+    return np.maximum(1.0, np.log(positions + 1.0) / np.log(trained_length))
 
-
-# ---------------------------------------------------------------------------
-# Argument checks (kept apart from the math)
-# ---------------------------------------------------------------------------
-
-def _distances(distance) -> np.ndarray:
-    delta = _checks.array("distance", distance)
-    if np.any(delta < 0):
-        raise ValueError(f"distance must be causal distances >= 0 (query position minus key position), "
-                         f"got a minimum of {delta.min()}")
-    return _checks.bounded("distance", delta)
-
-
-def _dca_sizes(n, chunk, trained_length) -> tuple[int, int, int]:
-    n = _checks.size("n", n)
-    c = _checks.size("trained_length", trained_length, minimum=2)
-    s = _checks.size("chunk", chunk)
-    if s >= c:
-        raise ValueError(f"chunk must be smaller than trained_length = {c} (the local window is "
-                         f"trained_length - chunk), got {s}")
-    return n, s, c
-
-
-def _score_inputs(q, k, inv_freq, distances):
-    q = _checks.array("q", q)
-    k = _checks.array("k", k)
-    theta = _rope._frequency_vector(inv_freq)
-    if q.ndim != 2 or k.ndim != 2 or q.shape[1] != 2 * theta.size or k.shape[1] != 2 * theta.size:
-        raise ValueError(f"q and k must have shape (n, d) with d = 2 * len(inv_freq) = {2 * theta.size}, "
-                         f"got {q.shape} and {k.shape}")
-    D = _checks.array("distances", distances)
-    if D.shape != (q.shape[0], k.shape[0]):
-        raise ValueError(f"distances must have shape (n_q, n_k) = {(q.shape[0], k.shape[0])}, got {D.shape}")
-    _checks.entries("n_q * n_k * d / 2", D.size * theta.size)
-    return q, k, theta, D

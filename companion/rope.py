@@ -23,17 +23,23 @@ are off by far more, and by more the wider the head, since the error is that of 
 worst pair (each ``theta_i`` rounded to float32, times ``m``, plus the rounding of
 the product): at ``m = 10^7`` the worst pair is off by 0.09 rad for ``d = 16``, 0.25
 rad for ``d = 64`` and 0.77 rad for ``d = 128`` (base 10000, measured). Positions
-are supported up to ``2**32`` (``companion._checks.MAX_POSITION``), where a float64
+are supported up to ``2**32`` (``companion._contracts.MAX_POSITION``), where a float64
 angle is still within ``5e-7`` rad; larger ones are refused.
 """
 from __future__ import annotations
+
+from typing import Annotated
 
 import numpy as np
 import torch
 from torch import nn
 
-from . import _checks
-from . import attention as _attention
+from . import absolute
+from ._contracts import (ComplexArray, Contents, Distances, EvenSize, Finite, Frequencies, Integers, Mask,
+                         Matrix, OneOf, Positions, Positive, Sequences, SymbolicNumber, SymbolicNumbers, Tensor,
+                         TensorPositions, Vectors, broadcast, broadcast_to_leading, contract, entries, layer_width,
+                         mask_and_bias_fit, one_per_pair, pairs_fit, rows_fit, rule, same_shape)
+from .attention import scaled_dot_product_attention
 
 __all__ = [
     "LAYOUTS",
@@ -55,10 +61,6 @@ __all__ = [
     "self_attention",
     "long_term_decay",
     "decay_bound",
-    "aliased_step",
-    "pair_readings",
-    "reading_distance",
-    "nearest_return",
     "RotaryEmbedding",
 ]
 
@@ -67,61 +69,66 @@ LAYOUTS = ("adjacent", "split")
 #: The base of RoFormer, Llama 1 and Llama 2.
 DEFAULT_BASE = 10000.0
 
+#: A pair layout, one of :data:`LAYOUTS`.
+Layout = Annotated[str, OneOf(*LAYOUTS)]
+
+
+def _angles_fit(positions: str):
+    """A rule: the angles of ``positions`` times ``inv_freq`` fit in memory."""
+    return rule((positions, "inv_freq"),
+                entries(f"{positions}.size * len(inv_freq)", lambda m, theta: m.size * theta.size))
+
 
 # ---------------------------------------------------------------------------
 # Frequencies and angles
 # ---------------------------------------------------------------------------
 
-def inv_freq(d: int, base: float = DEFAULT_BASE) -> np.ndarray:
+@contract(entries("d / 2", lambda d: d // 2))
+def inv_freq(d: EvenSize, base: Positive = DEFAULT_BASE) -> np.ndarray:
     r"""The rotation frequencies ``theta_i = base^(-2i/d)``, ``i = 0 .. d/2 - 1``.
 
     Su et al. (2021), eq. (15), with ``base = 10000``. Pair 0 turns 1 rad per
     position step (the fastest); the last pair turns ``base^(-(d-2)/d)`` rad (the
     slowest). Shape ``(d/2,)``, float64.
     """
-    d = _checks.even_positive_int("d", d)
-    _checks.entries("d / 2", d // 2)
-    base = _checks.positive_float("base", base)
-    i = np.arange(d // 2, dtype=np.float64)
-    return base ** (-2.0 * i / d)
+    # theta_i = base^(-2i/d): the frequencies of the sinusoid (Vaswani et al. 2017)
+    return absolute.frequencies.__wrapped__(d, base)
 
 
-_default_inv_freq = inv_freq  # the class below has an argument of the same name
-
-
-def angles(positions, inv_freq) -> np.ndarray:
+@contract(_angles_fit("positions"))
+def angles(positions: Positions, inv_freq: Frequencies) -> np.ndarray:
     r"""Rotation angles ``phi[..., i] = m * theta_i``, formed in float64.
 
     ``positions`` (any shape ``P``) holds the integer positions ``m >= 0``;
     ``inv_freq`` (shape ``(d/2,)``) holds the frequencies ``theta_i``. Returns the
     outer product, shape ``P + (d/2,)``. Su et al. (2021).
     """
-    m = _checks.positions("positions", positions).astype(np.float64)
-    theta = _frequency_vector(inv_freq)
-    _checks.entries("positions.size * len(inv_freq)", m.size * theta.size)
-    return np.multiply.outer(m, theta)
+    # phi[..., i] = m theta_i, shape positions.shape + (d/2,)
+    return np.multiply.outer(positions.astype(np.float64), inv_freq)
 
 
 # ---------------------------------------------------------------------------
 # Pair layouts
 # ---------------------------------------------------------------------------
 
-def pair_indices(d: int, layout: str = "adjacent") -> tuple[np.ndarray, np.ndarray]:
+@contract
+def pair_indices(d: EvenSize, layout: Layout = "adjacent") -> tuple[np.ndarray, np.ndarray]:
     r"""Component indices ``(a, b)`` of the ``d/2`` pairs, each of shape ``(d/2,)``.
 
     Pair ``i`` is the plane vector ``(x[a_i], x[b_i])``: ``(2i, 2i+1)`` for
     ``"adjacent"`` (Su et al. 2021; GPT-J; Meta's Llama code), ``(i, i + d/2)`` for
     ``"split"`` (GPT-NeoX, Black et al. 2022; Llama in Hugging Face ``transformers``).
     """
-    d = _checks.even_positive_int("d", d)
-    layout = _checks.one_of("layout", layout, LAYOUTS)
     i = np.arange(d // 2)
     if layout == "adjacent":
+        # (2i, 2i + 1)
         return 2 * i, 2 * i + 1
+    # (i, i + d/2)
     return i, i + d // 2
 
 
-def layout_permutation(d: int, source: str = "adjacent", target: str = "split") -> np.ndarray:
+@contract
+def layout_permutation(d: EvenSize, source: Layout = "adjacent", target: Layout = "split") -> np.ndarray:
     r"""Index array ``p`` (shape ``(d,)``) with ``x_target = x_source[..., p]``.
 
     Moves every component to where the other layout keeps it: the first member of
@@ -130,9 +137,10 @@ def layout_permutation(d: int, source: str = "adjacent", target: str = "split") 
     other, and permuting back; permuting the columns of ``W_Q`` and ``W_K`` by ``p``
     leaves every score unchanged. ``source == target`` gives the identity.
     """
-    a_src, b_src = pair_indices(d, _checks.one_of("source", source, LAYOUTS))
-    a_tgt, b_tgt = pair_indices(d, _checks.one_of("target", target, LAYOUTS))
+    a_src, b_src = pair_indices.__wrapped__(d, source)
+    a_tgt, b_tgt = pair_indices.__wrapped__(d, target)
     p = np.empty(d, dtype=np.int64)
+    # the first member of pair i goes to the target's a_i, the second to b_i
     p[a_tgt] = a_src
     p[b_tgt] = b_src
     return p
@@ -142,7 +150,8 @@ def layout_permutation(d: int, source: str = "adjacent", target: str = "split") 
 # The rotation: fast path, explicit matrices, complex numbers
 # ---------------------------------------------------------------------------
 
-def rotate(x, positions, inv_freq, layout: str = "adjacent") -> np.ndarray:
+@contract(pairs_fit("x"), broadcast_to_leading("positions", "x"), _angles_fit("positions"))
+def rotate(x: Vectors, positions: Positions, inv_freq: Frequencies, layout: Layout = "adjacent") -> np.ndarray:
     r"""Rotate every pair of ``x`` by its position: the RoPE map of Su et al. (2021).
 
     For pair ``i`` = ``(x_a, x_b)`` (see :func:`pair_indices`) of the row at
@@ -158,12 +167,11 @@ def rotate(x, positions, inv_freq, layout: str = "adjacent") -> np.ndarray:
     ``>= 0`` broadcastable to ``x.shape[:-1]``, usually ``(n,)``; ``inv_freq``:
     ``(d/2,)``. Returns float64 of the broadcast shape. Elementwise, no matrices.
     """
-    x, theta = _rotation_inputs(x, inv_freq)
-    m = _broadcast_positions(positions, x)
-    return _rotate_by_angles(x, angles(m, theta), _checks.one_of("layout", layout, LAYOUTS))
+    return _rotate_by_angles(x, angles.__wrapped__(positions, inv_freq), layout)
 
 
-def rotation_matrices(positions, inv_freq, layout: str = "adjacent") -> np.ndarray:
+@contract(entries("positions.size * d * d", lambda positions, inv_freq: positions.size * 4 * inv_freq.size ** 2))
+def rotation_matrices(positions: Positions, inv_freq: Frequencies, layout: Layout = "adjacent") -> np.ndarray:
     r"""The explicit block-diagonal rotation matrices ``R_m``, shape ``P + (d, d)``.
 
     ``R_m`` has the ``2 x 2`` block ``[[cos m theta_i, -sin m theta_i],
@@ -171,63 +179,75 @@ def rotation_matrices(positions, inv_freq, layout: str = "adjacent") -> np.ndarr
     ``i`` and zeros elsewhere (Su et al. 2021, eq. (15)). The slow, obvious
     reference: ``rotate(x, m, theta) == R_m @ x``. ``positions`` has shape ``P``.
     """
-    theta = _frequency_vector(inv_freq)
-    m = _checks.positions("positions", positions)
-    _checks.entries("positions.size * d * d", m.size * 4 * theta.size**2)
-    phi = angles(m, theta)
-    a, b = pair_indices(2 * theta.size, _checks.one_of("layout", layout, LAYOUTS))
+    d = 2 * inv_freq.size
+    # m theta_i, shape P + (d/2,)
+    phi = angles.__wrapped__(positions, inv_freq)
+    a, b = pair_indices.__wrapped__(d, layout)
     c, s = np.cos(phi), np.sin(phi)
-    R = np.zeros(phi.shape[:-1] + (2 * theta.size, 2 * theta.size))
+    R = np.zeros(phi.shape[:-1] + (d, d))
+    # [[cos m theta_i, -sin m theta_i], [sin m theta_i, cos m theta_i]] on rows and columns (a_i, b_i)
     R[..., a, a], R[..., a, b] = c, -s
     R[..., b, a], R[..., b, b] = s, c
     return R
 
 
-def rotate_by_matrices(x, positions, inv_freq, layout: str = "adjacent") -> np.ndarray:
+@contract(pairs_fit("x"), broadcast_to_leading("positions", "x"),
+          entries("positions.size * d * d", lambda positions, inv_freq: positions.size * 4 * inv_freq.size ** 2))
+def rotate_by_matrices(x: Vectors, positions: Positions, inv_freq: Frequencies, layout: Layout = "adjacent"
+                       ) -> np.ndarray:
     r"""``R_m x`` computed with the explicit matrices of :func:`rotation_matrices`.
 
     ``x``: ``(..., n, d)``, ``positions``: ``(n,)``. ``O(n d^2)`` work instead of
     ``O(n d)``: the reference the tests and the benchmark hold the fast path to.
     """
-    x, theta = _rotation_inputs(x, inv_freq)
-    R = rotation_matrices(_broadcast_positions(positions, x), theta, layout)
+    R = rotation_matrices.__wrapped__(positions, inv_freq, layout)
+    # R_m x
     return np.einsum("...ij,...j->...i", R, x)
 
 
-def to_complex(x, layout: str = "adjacent") -> np.ndarray:
+def _pairs_in(x) -> None:
+    if x.shape[-1] < 2 or x.shape[-1] % 2:
+        raise ValueError(f"x must have an even last dimension d >= 2 (components come in pairs), got {x.shape[-1]}")
+
+
+@contract(_pairs_in)
+def to_complex(x: Vectors, layout: Layout = "adjacent") -> np.ndarray:
     r"""Read ``x`` (shape ``(..., d)``) as ``d/2`` complex numbers ``x_a + i x_b``.
 
     Su et al. (2021), section 3.2: in the complex plane a rotation by ``phi`` is
     multiplication by ``e^{i phi}``. Returns shape ``(..., d/2)``, complex128.
     """
-    x = _checks.array("x", x, ndim_at_least=1)
-    a, b = pair_indices(_even_last_dim("x", x), layout)
+    a, b = pair_indices.__wrapped__(x.shape[-1], layout)
+    # x_a + i x_b, shape (..., d/2)
     return x[..., a] + 1j * x[..., b]
 
 
-def from_complex(z, layout: str = "adjacent") -> np.ndarray:
+@contract
+def from_complex(z: Annotated[np.ndarray, ComplexArray(ndim_at_least=1)], layout: Layout = "adjacent") -> np.ndarray:
     r"""Inverse of :func:`to_complex`: ``(..., d/2)`` complex to ``(..., d)`` real."""
-    z = _checks.complex_array("z", z)
-    if z.ndim < 1 or z.shape[-1] < 1:
-        raise ValueError(f"z must have at least 1 dimension with >= 1 entry, got shape {z.shape}")
-    a, b = pair_indices(2 * z.shape[-1], layout)
+    a, b = pair_indices.__wrapped__(2 * z.shape[-1], layout)
     out = np.empty(z.shape[:-1] + (2 * z.shape[-1],))
+    # x_a = Re z, x_b = Im z
     out[..., a], out[..., b] = z.real, z.imag
     return out
 
 
-def rotate_complex(x, positions, inv_freq, layout: str = "adjacent") -> np.ndarray:
+@contract(pairs_fit("x"), broadcast_to_leading("positions", "x"), _angles_fit("positions"))
+def rotate_complex(x: Vectors, positions: Positions, inv_freq: Frequencies, layout: Layout = "adjacent") -> np.ndarray:
     r"""RoPE in complex form: ``x~_i * e^{i m theta_i}`` (Su et al. 2021, eq. (12)).
 
     Same shapes and result as :func:`rotate`; written with Euler's formula instead of
     rotation matrices.
     """
-    x, theta = _rotation_inputs(x, inv_freq)
-    phi = angles(_broadcast_positions(positions, x), theta)
-    return from_complex(to_complex(x, layout) * np.exp(1j * phi), layout)
+    # m theta_i
+    phi = angles.__wrapped__(positions, inv_freq)
+    # x~_i e^{i m theta_i}, back to (..., d)
+    return from_complex.__wrapped__(to_complex.__wrapped__(x, layout) * np.exp(1j * phi), layout)
 
 
-def symbolic_rotation_matrix(position, thetas, layout: str = "adjacent"):
+@contract
+def symbolic_rotation_matrix(position: Annotated[object, SymbolicNumber()],
+                             thetas: Annotated[list, SymbolicNumbers()], layout: Layout = "adjacent"):
     r"""The rotation ``R_m`` as a SymPy matrix, for proofs: shape ``(d, d)``, ``d = 2 len(thetas)``.
 
     The same block-diagonal matrix as :func:`rotation_matrices`, with entries
@@ -240,17 +260,12 @@ def symbolic_rotation_matrix(position, thetas, layout: str = "adjacent"):
     """
     import sympy as sp
 
-    if isinstance(thetas, (str, bytes)) or not hasattr(thetas, "__len__"):
-        raise ValueError(f"thetas must be a non-empty sequence (one frequency per pair), got {thetas!r}")
-    if len(thetas) == 0:
-        raise ValueError("thetas must be a non-empty sequence (one frequency per pair), got an empty one")
-    position = _symbolic_number("position", position)
-    thetas = [_symbolic_number("thetas", t) for t in thetas]
     d = 2 * len(thetas)
-    a, b = pair_indices(d, _checks.one_of("layout", layout, LAYOUTS))
+    a, b = pair_indices.__wrapped__(d, layout)
     R = sp.zeros(d, d)
     for i, theta in enumerate(thetas):
         phi = position * theta
+        # [[cos, -sin], [sin, cos]] of position * theta_i on rows and columns (a_i, b_i)
         R[int(a[i]), int(a[i])], R[int(a[i]), int(b[i])] = sp.cos(phi), -sp.sin(phi)
         R[int(b[i]), int(a[i])], R[int(b[i]), int(b[i])] = sp.sin(phi), sp.cos(phi)
     return R
@@ -260,82 +275,61 @@ def symbolic_rotation_matrix(position, thetas, layout: str = "adjacent"):
 # Scores: the relative-position identity
 # ---------------------------------------------------------------------------
 
-def _symbolic_number(name: str, value):
-    """``value`` as a finite SymPy expression (a symbol, a number, a formula), or ValueError."""
-    import sympy as sp
-
-    if isinstance(value, (str, bytes)) or value is None:
-        raise ValueError(f"{name} must be SymPy expressions or numbers, got {value!r}")
-    try:
-        expr = sp.sympify(value)
-    except (sp.SympifyError, TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be SymPy expressions or numbers, got {value!r}") from err
-    if not isinstance(expr, sp.Expr):
-        raise ValueError(f"{name} must be SymPy expressions or numbers, got {value!r}")
-    if expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
-        raise ValueError(f"{name} must be finite (no nan or infinity), got {value!r}")
-    return expr
-
-
-def score(q, k, m, n, inv_freq, layout: str = "adjacent") -> np.ndarray:
+@contract(pairs_fit("q", "k"), broadcast_to_leading("m", "q"), broadcast_to_leading("n", "k"),
+          broadcast(("q", 1), ("k", 1), "m", "n"), _angles_fit("m"), _angles_fit("n"))
+def score(q: Vectors, k: Vectors, m: Positions, n: Positions, inv_freq: Frequencies,
+          layout: Layout = "adjacent") -> np.ndarray:
     r"""The RoPE score ``(R_m q) . (R_n k)`` of a query at ``m`` and a key at ``n``.
 
     ``q`` and ``k``: ``(..., d)``; ``m`` and ``n``: non-negative integers
     broadcastable against them. Returns the broadcast shape without the last axis.
     Su et al. (2021), eq. (16).
     """
-    q, theta = _rotation_inputs(q, inv_freq, name="q")
-    k, _ = _rotation_inputs(k, theta, name="k")
-    layout = _checks.one_of("layout", layout, LAYOUTS)
-    m = _broadcast_positions(m, q, name="m", against="q")
-    n = _broadcast_positions(n, k, name="n", against="k")
-    q_rot = _rotate_by_angles(q, angles(m, theta), layout)
-    k_rot = _rotate_by_angles(k, angles(n, theta), layout)
-    try:
-        return np.sum(q_rot * k_rot, axis=-1)
-    except ValueError as err:
-        raise ValueError(f"q, k, m and n must broadcast together, got shapes {q.shape}, {k.shape}, "
-                         f"{m.shape} and {n.shape}") from err
+    # R_m q and R_n k
+    q_rot = _rotate_by_angles(q, angles.__wrapped__(m, inv_freq), layout)
+    k_rot = _rotate_by_angles(k, angles.__wrapped__(n, inv_freq), layout)
+    # (R_m q) . (R_n k)
+    return np.sum(q_rot * k_rot, axis=-1)
 
 
-def relative_score(q, k, distance, inv_freq, layout: str = "adjacent") -> np.ndarray:
+@contract(pairs_fit("q", "k"), broadcast(("q", 1), ("k", 1), "distance"), _angles_fit("distance"))
+def relative_score(q: Vectors, k: Vectors, distance: Integers, inv_freq: Frequencies,
+                   layout: Layout = "adjacent") -> np.ndarray:
     r"""The same score written with the distance only: ``q^T R_{(n-m)} k``.
 
     Since ``R_a^T = R_{-a}`` and ``R_a R_b = R_{a+b}``,
     ``(R_m q)^T (R_n k) = q^T R_m^T R_n k = q^T R_{n-m} k`` (Su et al. 2021, eq. (16)).
     ``distance = n - m`` may be negative. Shapes as in :func:`score`.
     """
-    q, theta = _rotation_inputs(q, inv_freq, name="q")
-    k, _ = _rotation_inputs(k, theta, name="k")
-    delta = _checks.integers("distance", distance).astype(np.float64)
-    k_rot = _rotate_by_angles(k, np.multiply.outer(delta, theta), _checks.one_of("layout", layout, LAYOUTS))
+    # R_{n-m} k
+    k_rot = _rotate_by_angles(k, np.multiply.outer(distance.astype(np.float64), inv_freq), layout)
+    # q^T R_{n-m} k
     return np.sum(q * k_rot, axis=-1)
 
 
-def complex_score(q, k, m, n, inv_freq, layout: str = "adjacent") -> np.ndarray:
+@contract(pairs_fit("q", "k"), broadcast(("q", 1), ("k", 1), "m", "n"), _angles_fit("m"), _angles_fit("n"))
+def complex_score(q: Vectors, k: Vectors, m: Positions, n: Positions, inv_freq: Frequencies,
+                  layout: Layout = "adjacent") -> np.ndarray:
     r"""The score in complex form: ``Re sum_i q~_i conj(k~_i) e^{i (m - n) theta_i}``.
 
     Su et al. (2021), eq. (12) and section 3.4.3: content (``q~_i conj(k~_i)``) sets
     each pair's magnitude and base angle; position only turns it. Shapes as in
     :func:`score`.
     """
-    q, theta = _rotation_inputs(q, inv_freq, name="q")
-    k, _ = _rotation_inputs(k, theta, name="k")
-    layout = _checks.one_of("layout", layout, LAYOUTS)
-    try:
-        h = to_complex(q, layout) * np.conj(to_complex(k, layout))
-    except ValueError as err:
-        raise ValueError(f"q and k must have shapes that broadcast, got {q.shape} and {k.shape}") from err
-    m, n = _checks.positions("m", m), _checks.positions("n", n)
-    try:
-        delta = m.astype(np.float64) - n
-        return np.sum(h * np.exp(1j * np.multiply.outer(delta, theta)), axis=-1).real
-    except ValueError as err:
-        raise ValueError(f"q, k, m and n must broadcast together, got shapes {q.shape}, {k.shape}, "
-                         f"{m.shape} and {n.shape}") from err
+    # h_i = q~_i conj(k~_i)
+    h = to_complex.__wrapped__(q, layout) * np.conj(to_complex.__wrapped__(k, layout))
+    # (m - n) theta_i
+    phase = np.multiply.outer(m.astype(np.float64) - n, inv_freq)
+    # Re sum_i h_i e^{i (m - n) theta_i}
+    return np.sum(h * np.exp(1j * phase), axis=-1).real
 
 
-def self_attention(x, w_q, w_k, w_v, positions, inv_freq, layout: str = "adjacent", mask=None):
+@contract(rows_fit("x", "w_q", "w_k", "w_v"), pairs_fit("w_q", "w_k", axis=1), broadcast_to_leading("positions", "x"),
+          _angles_fit("positions"),
+          rule(("x", "x", "mask"), mask_and_bias_fit),
+          result=Finite("x, w_q, w_k and w_v", "x and its projections must stay finite: scale them down"))
+def self_attention(x: Sequences, w_q: Matrix, w_k: Matrix, w_v: Matrix, positions: Positions, inv_freq: Frequencies,
+                   layout: Layout = "adjacent", mask: Mask | None = None):
     r"""Single-head self-attention with RoPE: rotate the queries and keys, never the values.
 
     .. math::
@@ -354,29 +348,20 @@ def self_attention(x, w_q, w_k, w_v, positions, inv_freq, layout: str = "adjacen
     boolean, ``True`` = may attend (e.g. :func:`companion.attention.causal_mask`).
     Returns ``(out, weights)`` of shapes ``(..., n, d_v)`` and ``(..., n, n)``.
     """
-    x = _checks.array("x", x, ndim_at_least=2)
-    theta = _frequency_vector(inv_freq)
-    mats = {}
-    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        w = _checks.projection(name, w, x.shape[-1])
-        if name != "w_v" and w.shape[1] != 2 * theta.size:
-            raise ValueError(
-                f"{name} must have d = 2 * len(inv_freq) = {2 * theta.size} columns, got shape {w.shape}"
-            )
-        mats[name] = w
-    with np.errstate(over="ignore", invalid="ignore"):
-        q, k, v = x @ mats["w_q"], x @ mats["w_k"], x @ mats["w_v"]
-    _checks.finite_result("x and its projections", (q, k, v))
-    q = rotate(q, positions, theta, layout)
-    k = rotate(k, positions, theta, layout)
-    return _attention._attend(q, k, v, mask, None, "x, w_q and w_k")
+    # q = x W_Q, k = x W_K, v = x W_V
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    # R_m q and R_m k; the values are not rotated
+    q = rotate.__wrapped__(q, positions, inv_freq, layout)
+    k = rotate.__wrapped__(k, positions, inv_freq, layout)
+    return scaled_dot_product_attention.__wrapped__(q, k, v, mask, None)
 
 
 # ---------------------------------------------------------------------------
 # Long-term decay (RoFormer section 3.4.3)
 # ---------------------------------------------------------------------------
 
-def long_term_decay(distances, inv_freq) -> np.ndarray:
+@contract(_angles_fit("distances"))
+def long_term_decay(distances: Distances, inv_freq: Frequencies) -> np.ndarray:
     r"""RoFormer's decay curve ``(1/(d/2)) sum_{j=1}^{d/2} |S_j|`` per relative distance.
 
     With ``S_j = sum_{k=0}^{j-1} e^{i r theta_k}`` and ``r = m - n``, Abel summation
@@ -392,135 +377,41 @@ def long_term_decay(distances, inv_freq) -> np.ndarray:
     of the bound, not of every score. ``distances``: real, shape ``(R,)``
     (any shape); returns the same shape.
     """
-    r = _checks.bounded("distances", _checks.array("distances", distances))
-    theta = _frequency_vector(inv_freq)
-    _checks.entries("distances.size * len(inv_freq)", r.size * theta.size)
-    S = np.cumsum(np.exp(1j * np.multiply.outer(r, theta)), axis=-1)
+    # S_j = sum_{k<j} e^{i r theta_k}, j = 1 .. d/2
+    S = np.cumsum(np.exp(1j * np.multiply.outer(distances, inv_freq)), axis=-1)
+    # (1 / (d/2)) sum_j |S_j|
     return np.mean(np.abs(S), axis=-1)
 
 
-def decay_bound(h, distances, inv_freq) -> tuple[np.ndarray, np.ndarray]:
+@contract(same_shape("inv_freq", "h", why=" (one entry per pair)"), _angles_fit("distances"))
+def decay_bound(h: Contents, distances: Distances, inv_freq: Frequencies) -> tuple[np.ndarray, np.ndarray]:
     r"""Both sides of RoFormer's inequality: ``(|sum_i h_i e^{i r theta_i}|, bound)``.
 
     ``h``: complex content per pair, shape ``(d/2,)``; ``distances``: shape ``(R,)``.
     The bound is ``max_i |h_{i+1} - h_i| * sum_j |S_j|`` with ``h_{d/2} = 0`` (Su et
     al. 2021, section 3.4.3). Returns two arrays of shape ``(R,)``.
     """
-    theta = _frequency_vector(inv_freq)
-    h = _checks.complex_array("h", h)
-    if h.shape != theta.shape:
-        raise ValueError(f"h must have shape {theta.shape} (one entry per pair), got {h.shape}")
-    r = _checks.bounded("distances", _checks.array("distances", distances))
-    _checks.entries("distances.size * len(inv_freq)", r.size * theta.size)
-    phase = np.exp(1j * np.multiply.outer(r, theta))
+    # e^{i r theta_i}, shape (R, d/2)
+    phase = np.exp(1j * np.multiply.outer(distances, inv_freq))
+    # |sum_i h_i e^{i r theta_i}|
     value = np.abs(phase @ h)
+    # max_i |h_{i+1} - h_i| with h_{d/2} = 0
     step = np.max(np.abs(np.diff(np.append(h, 0.0))))
-    return value, step * theta.size * long_term_decay(r, theta)
-
-
-# ---------------------------------------------------------------------------
-# Aliasing (reading angles only at integer positions)
-# ---------------------------------------------------------------------------
-
-def aliased_step(phi) -> np.ndarray:
-    r"""The step in ``(-pi, pi]`` that looks identical to ``phi`` at integer positions.
-
-    ``phi - 2 pi k`` for the integer ``k`` that lands in ``(-pi, pi]``: since
-    ``e^{i m (phi - 2 pi k)} = e^{i m phi}`` for every integer ``m``, a pair turning by
-    ``phi > pi`` per step cannot be told from one turning by ``phi - 2 pi`` the other
-    way (Nyquist; Shannon 1949). RoPE's fastest pair turns 1 rad, inside the limit.
-    ``phi``: any shape; same shape out.
-    """
-    phi = _checks.bounded("phi", _checks.array("phi", phi), what="angles")
-    return phi - 2.0 * np.pi * np.ceil((phi - np.pi) / (2.0 * np.pi))
-
-
-def pair_readings(phi, positions) -> np.ndarray:
-    r"""Where a pair turning ``phi`` per step points: ``e^{i phi m}`` (complex).
-
-    ``phi``: scalar step (rad); ``positions``: real, any shape (non-integer positions
-    show the difference that integer ones hide). Same shape as ``positions``.
-    """
-    phi = _checks.bounded("phi", _checks.array("phi", phi), what="angles")
-    if phi.ndim != 0:
-        raise ValueError(f"phi must be a single angle (a scalar), got shape {phi.shape}")
-    m = _checks.bounded("positions", _checks.array("positions", positions))
-    return np.exp(1j * float(phi) * m)
-
-
-# ---------------------------------------------------------------------------
-# Clock hands: how far apart the readings of two positions are
-# ---------------------------------------------------------------------------
-
-def reading_distance(k, inv_freq) -> np.ndarray:
-    r"""Distance between the readings of all pairs at positions ``m`` and ``m + k``.
-
-    Pair ``i`` at position ``m`` points at ``e^{i m theta_i}`` (a clock hand turning
-    ``theta_i`` per step); the readings of all pairs form the vector
-    ``r(m) = (e^{i m theta_i})_i``, which is the sinusoidal position vector of
-    Vaswani et al. (2017) in complex form and the RoPE rotation of a unit vector per
-    pair (Su et al. 2021). Its distance to ``r(m + k)`` does not depend on ``m``:
-
-    .. math::
-
-        \lVert r(m + k) - r(m) \rVert^2 = \sum_i \lvert e^{i k \theta_i} - 1 \rvert^2
-        = 2 \sum_i \bigl(1 - \cos k\theta_i\bigr) = 4 \sum_i \sin^2(k\theta_i / 2),
-
-    computed with the last form (accurate for small ``k theta_i``). Zero exactly when
-    every ``k theta_i`` is a whole number of turns. ``k``: real offsets, any shape
-    (non-integer offsets are allowed); ``inv_freq``: ``(d/2,)``, any frequencies (a
-    single pair: ``[theta]``). Returns float64 of the shape of ``k``.
-    """
-    k = _checks.bounded("k", _checks.array("k", k), what="offsets")
-    theta = _frequency_vector(inv_freq)
-    _checks.entries("k.size * len(inv_freq)", k.size * theta.size)
-    half = np.sin(np.multiply.outer(k, theta) / 2.0)
-    return 2.0 * np.sqrt(np.sum(half * half, axis=-1))
-
-
-#: Most sines :func:`nearest_return` evaluates (about a minute of work).
-_NEAREST_RETURN_WORK = 2**33
-
-
-def nearest_return(n_max: int, inv_freq, k_min: int = 1) -> tuple[int, float]:
-    r"""The offset ``k`` in ``k_min .. n_max`` at which all readings come closest to repeating.
-
-    Minimises :func:`reading_distance` over the integers ``k_min <= k <= n_max`` and
-    returns ``(k, distance)`` (the smallest such ``k`` on ties). Because the distance
-    between ``r(m)`` and ``r(n)`` depends only on ``|m - n|``, with ``k_min = 1`` this
-    is the closest pair among all readings of the positions ``0 .. n_max``: a
-    distance above zero means every position in that range has its own reading. With
-    one frequency it finds the turns after which a single clock hand is back nearest
-    to where it started. Work is ``O(n_max d)``, done in blocks of 16,384 offsets, and
-    at most ``2**33`` sines (``(n_max - k_min + 1) * len(inv_freq)``; more is refused).
-    ``n_max``, ``k_min``: integers with ``1 <= k_min <= n_max``; ``inv_freq``:
-    ``(d/2,)``.
-    """
-    n_max = _checks.size("n_max", n_max)
-    k_min = _checks.size("k_min", k_min)
-    if k_min > n_max:
-        raise ValueError(f"k_min must be an integer in 1..n_max = {n_max}, got {k_min}")
-    theta = _frequency_vector(inv_freq)
-    work = (n_max - k_min + 1) * theta.size
-    if work > _NEAREST_RETURN_WORK:
-        raise ValueError(
-            f"n_max and inv_freq must ask for at most 2**33 = {_NEAREST_RETURN_WORK:,} sines (about a minute), "
-            f"got (n_max - k_min + 1) * len(inv_freq) = {work:,}; use a smaller n_max or fewer pairs"
-        )
-    best_k, best = k_min, np.inf
-    block = 16_384
-    for start in range(k_min, n_max + 1, block):
-        ks = np.arange(start, min(start + block, n_max + 1), dtype=np.float64)
-        dist = reading_distance(ks, theta)
-        j = int(np.argmin(dist))
-        if dist[j] < best:
-            best_k, best = int(ks[j]), float(dist[j])
-    return best_k, best
+    # max_i |h_{i+1} - h_i| sum_j |S_j|
+    return value, step * inv_freq.size * long_term_decay.__wrapped__(distances, inv_freq)
 
 
 # ---------------------------------------------------------------------------
 # torch layer
 # ---------------------------------------------------------------------------
+
+_unscaled_inv_freq = inv_freq.__wrapped__  # the class below has an argument of the same name
+
+#: A floating-point tensor ``(..., n, d)``.
+TensorSequences = Annotated[torch.Tensor, Tensor(ndim_at_least=2)]
+#: Positions for the torch layer: non-negative integers (tensor, list or array), or None for 0..n-1.
+LayerPositions = Annotated[torch.Tensor, TensorPositions()]
+
 
 class RotaryEmbedding(nn.Module):
     r"""RoPE as a torch layer: ``forward(q, k, positions) -> (q_rot, k_rot)``.
@@ -543,16 +434,15 @@ class RotaryEmbedding(nn.Module):
     (plain ops when gradients are needed).
     """
 
-    def __init__(self, d: int, inv_freq=None, base: float = DEFAULT_BASE,
-                 layout: str = "adjacent", attention_factor: float = 1.0):
+    @contract(entries("d / 2", lambda d: d // 2), one_per_pair("inv_freq", required=False))
+    def __init__(self, d: EvenSize, inv_freq: Frequencies | None = None, base: Positive = DEFAULT_BASE,
+                 layout: Layout = "adjacent", attention_factor: Positive = 1.0):
         super().__init__()
-        self.d = _checks.even_positive_int("d", d)
-        _checks.entries("d / 2", self.d // 2)
-        self.layout = _checks.one_of("layout", layout, LAYOUTS)
-        base = _checks.positive_float("base", base)
-        theta = _default_inv_freq(d, base) if inv_freq is None else _frequency_vector(inv_freq, d)
+        self.d = d
+        self.layout = layout
+        theta = _unscaled_inv_freq(d, base) if inv_freq is None else inv_freq
         self._theta = theta.copy()  # kept in numpy float64: casting the module cannot round it
-        self.attention_factor = _checks.positive_float("attention_factor", attention_factor)
+        self.attention_factor = attention_factor
         self._cache: dict = {}
 
     @property
@@ -560,29 +450,31 @@ class RotaryEmbedding(nn.Module):
         """The frequencies ``theta_i``, shape ``(d/2,)``, float64 (a copy)."""
         return torch.tensor(self._theta, dtype=torch.float64)
 
-    def set_frequencies(self, inv_freq, attention_factor: float = 1.0) -> None:
+    @contract(rule(("self", "inv_freq"), lambda self, inv_freq: one_per_pair("inv_freq")(self.d, inv_freq)))
+    def set_frequencies(self, inv_freq: Frequencies, attention_factor: Positive = 1.0) -> None:
         """Replace the frequency vector (shape ``(d/2,)``) and attention factor; clears the cache."""
-        self._theta = _frequency_vector(inv_freq, self.d).copy()
-        self.attention_factor = _checks.positive_float("attention_factor", attention_factor)
+        self._theta = inv_freq.copy()
+        self.attention_factor = attention_factor
         self._cache.clear()
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, positions=None):
+    @contract(layer_width("d", "q", "k"), broadcast_to_leading("positions", "q"),
+              broadcast_to_leading("positions", "k"))
+    def forward(self, q: TensorSequences, k: TensorSequences, positions: LayerPositions | None = None):
         """Rotate ``q`` and ``k`` (both ``(..., n, d)``) by ``positions``; see the class docstring."""
-        _check_tensor("q", q, self.d)
-        _check_tensor("k", k, self.d)
         q_tables = self._tables(q, positions)
         same = (q.shape[-2], q.dtype, q.device) == (k.shape[-2], k.dtype, k.device)
         k_tables = q_tables if same else self._tables(k, positions)
         return self._rotate(q, q_tables), self._rotate(k, k_tables)
 
-    def rotate(self, x: torch.Tensor, positions=None) -> torch.Tensor:
+    @contract(layer_width("d", "x"), broadcast_to_leading("positions", "x"))
+    def rotate(self, x: TensorSequences, positions: LayerPositions | None = None) -> torch.Tensor:
         """Rotate one tensor ``x`` of shape ``(..., n, d)`` by ``positions`` (default ``0..n-1``)."""
-        _check_tensor("x", x, self.d)
         return self._rotate(x, self._tables(x, positions))
 
     def _rotate(self, x: torch.Tensor, tables) -> torch.Tensor:
         cos, sin, z = tables
         if z is not None:
+            # adjacent pairs as complex numbers: (x_2i + i x_2i+1) e^{i m theta_i}
             pairs = torch.view_as_complex(x.contiguous().unflatten(-1, (self.d // 2, 2)))
             return torch.view_as_real(pairs * z).flatten(-2)
         return _rotate_real(x, cos, sin, self.layout)
@@ -593,8 +485,10 @@ class RotaryEmbedding(nn.Module):
         if positions is None and key in self._cache:
             return self._cache[key]
         m = torch.arange(n, device=x.device, dtype=torch.float64) if positions is None \
-            else _torch_positions(positions, x)
+            else positions.to(device=x.device, dtype=torch.float64)
+        # m theta_i in float64, shape (..., n, d/2)
         phi = m[..., None] * torch.tensor(self._theta, dtype=torch.float64, device=x.device)
+        # a cos(m theta_i) and a sin(m theta_i) with the attention factor a, in the input's dtype
         cos = (torch.cos(phi) * self.attention_factor).to(x.dtype)
         sin = (torch.sin(phi) * self.attention_factor).to(x.dtype)
         use_complex = self.layout == "adjacent" and x.dtype in (torch.float32, torch.float64)
@@ -609,15 +503,19 @@ class RotaryEmbedding(nn.Module):
 
 def _rotate_real(x, cos, sin, layout):
     """Pairwise rotation with real ``cos``/``sin`` tables of shape ``(..., n, d/2)``."""
+    # (x_a, x_b) of every pair, views of shape (..., n, d/2)
     x1, x2 = _torch_pairs(x, layout)
     if torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad):
+        # x_a' = x_a cos - x_b sin, x_b' = x_a sin + x_b cos, with plain ops for autograd
         y1, y2 = x1 * cos - x2 * sin, x1 * sin + x2 * cos
         return torch.stack((y1, y2), -1).flatten(-2) if layout == "adjacent" else torch.cat((y1, y2), -1)
     shape = torch.broadcast_shapes(x.shape[:-1], cos.shape[:-1]) + (x.shape[-1],)
     out = torch.empty(shape, dtype=x.dtype, device=x.device)
     o1, o2 = _torch_pairs(out, layout)
+    # x_a' = x_a cos - x_b sin, fused into the output buffer
     torch.mul(x1, cos, out=o1)
     o1.addcmul_(x2, sin, value=-1)
+    # x_b' = x_a sin + x_b cos
     torch.mul(x1, sin, out=o2)
     o2.addcmul_(x2, cos)
     return out
@@ -632,79 +530,18 @@ def _torch_pairs(x, layout):
     return v[..., 0, :], v[..., 1, :]
 
 
-def _check_tensor(name, x, d):
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        got = f"dtype {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"{name} must be a floating-point torch.Tensor, got {got}")
-    if x.ndim < 2 or x.shape[-1] != d:
-        raise ValueError(f"{name} must have shape (..., n, d) with d = {d}, got {tuple(x.shape)}")
-
-
-def _torch_positions(positions, x) -> torch.Tensor:
-    """Validate positions (non-negative integers, broadcastable to ``x.shape[:-1]``) as float64."""
-    m = _checks.tensor_integers("positions", positions, "non-negative integers")
-    if m.numel() and bool(torch.any(m < 0)):
-        raise ValueError(f"positions must be non-negative integers, got a minimum of {m.min().item()}")
-    try:
-        torch.broadcast_shapes(m.shape, x.shape[:-1])
-    except RuntimeError as err:
-        raise ValueError(
-            f"positions of shape {tuple(m.shape)} must broadcast to x.shape[:-1] = {tuple(x.shape[:-1])}"
-        ) from err
-    return m.to(device=x.device, dtype=torch.float64)
-
-
 # ---------------------------------------------------------------------------
 # Private numpy helpers
 # ---------------------------------------------------------------------------
 
 def _rotate_by_angles(x: np.ndarray, phi: np.ndarray, layout: str) -> np.ndarray:
     """Turn pair ``i`` of ``x`` (``(..., d)``) by ``phi[..., i]`` (``(..., d/2)``, any real angles)."""
-    a, b = pair_indices(x.shape[-1], layout)
+    a, b = pair_indices.__wrapped__(x.shape[-1], layout)
     c, s = np.cos(phi), np.sin(phi)
     x1, x2 = x[..., a], x[..., b]
     out = np.empty(np.broadcast_shapes(x.shape, phi.shape[:-1] + (x.shape[-1],)))
+    # x_a' = x_a cos phi - x_b sin phi
     out[..., a] = x1 * c - x2 * s
+    # x_b' = x_a sin phi + x_b cos phi
     out[..., b] = x1 * s + x2 * c
     return out
-
-
-def _frequency_vector(inv_freq, d: int | None = None) -> np.ndarray:
-    """Validate a frequency vector: 1-D, finite, and of length ``d/2`` when ``d`` is given."""
-    theta = _checks.array("inv_freq", inv_freq)
-    if theta.ndim != 1 or theta.size == 0:
-        raise ValueError(f"inv_freq must be a non-empty 1-D array (one frequency per pair), got shape {theta.shape}")
-    if d is not None and theta.size != d // 2:
-        raise ValueError(f"inv_freq must have d/2 = {d // 2} entries, got {theta.size}")
-    return theta
-
-
-def _rotation_inputs(x, inv_freq, name: str = "x") -> tuple[np.ndarray, np.ndarray]:
-    """Validate ``x`` (``(..., d)``) against ``inv_freq`` (``(d/2,)``)."""
-    x = _checks.array(name, x, ndim_at_least=1)
-    theta = _frequency_vector(inv_freq)
-    if x.shape[-1] != 2 * theta.size:
-        raise ValueError(
-            f"{name} must have last dimension d = 2 * len(inv_freq) = {2 * theta.size}, got shape {x.shape}"
-        )
-    return x, theta
-
-
-def _broadcast_positions(positions, x: np.ndarray, name: str = "positions", against: str = "x") -> np.ndarray:
-    m = _checks.positions(name, positions)
-    try:
-        np.broadcast_shapes(m.shape, x.shape[:-1])
-    except ValueError as err:
-        raise ValueError(
-            f"{name} of shape {m.shape} must broadcast to {against}.shape[:-1] = {x.shape[:-1]}"
-        ) from err
-    return m
-
-
-def _even_last_dim(name: str, x: np.ndarray) -> int:
-    d = x.shape[-1]
-    if d < 2 or d % 2:
-        raise ValueError(f"{name} must have an even last dimension d >= 2 (components come in pairs), got {d}")
-    return d
-
-

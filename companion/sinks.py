@@ -27,10 +27,13 @@ carry no position through a plain softmax, carry it through a sink
 """
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 
-from . import _checks
 from . import attention as _attention
+from ._contracts import (Array, Finite, Mask, NonNegative, Real, Sequences, Size, broadcast_to_leading,
+                         contract, entries, leading_dims_broadcast, mask_and_bias_fit, rule, same_last_dim, same_size)
 
 __all__ = [
     "softmax_with_sink",
@@ -42,8 +45,32 @@ __all__ = [
     "streaming_cache",
 ]
 
+#: Scores ``(..., n_keys)``: finite, or ``-inf`` for a masked key.
+Scores = Annotated[np.ndarray, Array(ndim_at_least=1, neg_inf=True)]
+#: Sink logits ``z``, one per row or per head: real, ``-inf`` for no sink.
+SinkLogits = Annotated[np.ndarray, Array(neg_inf=True)]
+#: Finite sink logits, one per head.
+FiniteSinkLogits = Annotated[np.ndarray, Array()]
+#: Masses of the real keys, in ``(0, 1)``.
+Masses = Annotated[np.ndarray, Array(positive=True, below=1.0, why="the weight a sink leaves to real keys")]
+#: One finite sink logit ``z``.
+SinkLogit = Annotated[float, Real()]
 
-def softmax_with_sink(scores, sink_logit) -> np.ndarray:
+_SQUARE = entries("n * n", lambda n: n * n)
+
+
+def _a_key_or_the_sink(scores, sink_logit) -> None:
+    """Every row keeps a key or the sink: not all of ``scores`` and ``sink_logit`` are ``-inf``."""
+    if np.any(np.all(scores == -np.inf, axis=-1) & (np.broadcast_to(sink_logit, scores.shape[:-1]) == -np.inf)):
+        raise ValueError("scores and sink_logit must leave every row something to attend to")
+
+
+_ONE_SINK_PER_ROW = broadcast_to_leading("sink_logit", "scores", why=" (one per row)", onto=True)
+_ONE_SINK_PER_HEAD = broadcast_to_leading("sink_logit", "q", drop=2, why=" (one per head)", onto=True)
+
+
+@contract(_ONE_SINK_PER_ROW, _a_key_or_the_sink)
+def softmax_with_sink(scores: Scores, sink_logit: SinkLogits) -> np.ndarray:
     r"""Softmax over the last axis with one extra logit ``z`` in the denominator: ``e^{s_j} / (e^z + sum_k e^{s_k})``.
 
     ``scores``: ``(..., n_keys)``, ``-inf`` for a masked key; ``sink_logit``: real,
@@ -53,26 +80,30 @@ def softmax_with_sink(scores, sink_logit) -> np.ndarray:
     Computed as a softmax over the keys and the sink together, shifted by the row's
     largest logit (as Transformers' gpt-oss attention does).
     """
-    s, z = _scores_and_sink(scores, sink_logit)
+    s, z = scores, np.broadcast_to(sink_logit, scores.shape[:-1])
     # logits of the row with the sink appended: (..., n_keys + 1)
     logits = np.concatenate([s, z[..., None]], axis=-1)
     # w_j = e^{s_j} / (e^z + sum_k e^{s_k}): the softmax of the row, without its last entry
-    return _attention.softmax(logits, axis=-1)[..., :-1]
+    return _attention.softmax.__wrapped__(logits, -1)[..., :-1]
 
 
-def sink_weight(scores, sink_logit) -> np.ndarray:
+@contract(_ONE_SINK_PER_ROW, _a_key_or_the_sink)
+def sink_weight(scores: Scores, sink_logit: SinkLogits) -> np.ndarray:
     r"""The weight the sink takes from each row: ``e^z / (e^z + sum_k e^{s_k}) = 1 - sum_j w_j``.
 
     Shapes as in :func:`softmax_with_sink`, without the last axis.
     """
-    s, z = _scores_and_sink(scores, sink_logit)
+    s, z = scores, np.broadcast_to(sink_logit, scores.shape[:-1])
     # log(e^z + sum_k e^{s_k}) without overflow
     log_denominator = np.logaddexp(z, np.logaddexp.reduce(s, axis=-1))
     # e^{z - log(denominator)}
     return np.exp(z - log_denominator)
 
 
-def attention_with_sink(q, k, v, sink_logit, mask=None) -> tuple[np.ndarray, np.ndarray]:
+@contract(same_last_dim("q", "k", "d"), same_size("k", "v", axis=-2, what="number of rows n_keys"),
+          leading_dims_broadcast("q", "k", "v"), rule(("q", "k", "mask"), mask_and_bias_fit), _ONE_SINK_PER_HEAD)
+def attention_with_sink(q: Sequences, k: Sequences, v: Sequences, sink_logit: FiniteSinkLogits,
+                        mask: Mask | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Scaled dot-product attention whose softmax has a sink: gpt-oss's attention for one or more heads.
 
     .. math:: S = \frac{q k^T}{\sqrt{d}}, \quad w = \text{softmax\_with\_sink}(S, z), \quad \text{out} = w\, v .
@@ -82,67 +113,59 @@ def attention_with_sink(q, k, v, sink_logit, mask=None) -> tuple[np.ndarray, np.
     ``mask``: optional boolean ``(..., n_queries, n_keys)``, ``True`` = may attend.
     Returns ``(out, weights)``; the sink has no value, so it adds nothing to ``out``.
     """
-    q = _checks.array("q", q, ndim_at_least=2)
-    k = _checks.array("k", k, ndim_at_least=2)
-    v = _checks.array("v", v, ndim_at_least=2)
-    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"q, k and v must have shapes (..., n, d), (..., m, d), (..., m, d_v), "
-                         f"got {q.shape}, {k.shape} and {v.shape}")
-    # S = q k^T / sqrt(d)
+    # S = q k^T / sqrt(d), shape (..., n_queries, n_keys)
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     if mask is not None:
         # masked keys get -inf and weight 0
-        scores = np.where(_checks.mask("mask", mask, scores.shape), scores, -np.inf)
-    z = np.broadcast_to(_checks.array("sink_logit", sink_logit), q.shape[:-2])
-    # w = e^{S} / (e^{z} + sum e^{S}); the sink is the same for every query of a head
-    weights = softmax_with_sink(scores, z[..., None])
+        scores = np.where(mask, scores, -np.inf)
+    # one sink per head, the same for every query of the head: (..., 1)
+    z = np.broadcast_to(sink_logit, q.shape[:-2])[..., None]
+    # w = e^{S} / (e^{z} + sum e^{S})
+    weights = softmax_with_sink.__wrapped__(scores, z)
     # out = w v
     return weights @ v, weights
 
 
-def uniform_weights_with_sink(n: int, sink_logit: float) -> np.ndarray:
+@contract(_SQUARE)
+def uniform_weights_with_sink(n: Size, sink_logit: SinkLogit) -> np.ndarray:
     r"""Weights of a causal head with equal scores and a sink: ``A_ij = 1 / (i + 1 + e^z)`` for ``j <= i``.
 
     The sink-free version is chapter 5's ``1 / (i + 1)``
     (:func:`companion.nope.uniform_causal_weights`). Shape ``(n, n)``; row ``i`` sums to
     :func:`counted_mass` at ``i``.
     """
-    n = _checks.size("n", n)
-    z = _sink_scalar(sink_logit)
-    scores = np.where(_attention.causal_mask(n), 0.0, -np.inf)
-    # e^0 / (e^z + (i + 1) e^0) on the causal triangle
-    return softmax_with_sink(scores, np.full(n, z))
+    # scores 0 on the causal triangle, -inf above it
+    scores = np.where(_attention.causal_mask.__wrapped__(n), 0.0, -np.inf)
+    # e^0 / (e^z + (i + 1) e^0)
+    return softmax_with_sink.__wrapped__(scores, np.full(n, sink_logit))
 
 
-def counted_mass(n: int, sink_logit: float) -> np.ndarray:
+@contract
+def counted_mass(n: Size, sink_logit: SinkLogit) -> np.ndarray:
     r"""Total weight on real keys of a uniform causal head with a sink, ``(i + 1) / (i + 1 + e^z)``, ``i = 0 .. n-1``.
 
     This is the output of the head at position ``i`` when every value is 1: without a
     sink it is 1 everywhere (no position), with a sink it rises with ``i`` and reveals
     it (:func:`read_count`). Shape ``(n,)``.
     """
-    n = _checks.size("n", n)
-    z = _sink_scalar(sink_logit)
     count = np.arange(1, n + 1, dtype=np.float64)
     # (i + 1) / (i + 1 + e^z)
-    return count / (count + np.exp(z))
+    return count / (count + np.exp(sink_logit))
 
 
-def read_count(mass, sink_logit: float) -> np.ndarray:
+@contract(result=Finite("sink_logit", "e^z overflows float64: use a smaller sink logit"))
+def read_count(mass: Masses, sink_logit: SinkLogit) -> np.ndarray:
     r"""Invert :func:`counted_mass`: ``i = e^z m / (1 - m) - 1`` for a mass ``m`` in ``(0, 1)``.
 
     Returns float64 of the shape of ``mass``: the position, a whole number when
     ``mass`` came from :func:`counted_mass`.
     """
-    m = _checks.array("mass", mass)
-    z = _sink_scalar(sink_logit)
-    if np.any(m <= 0) or np.any(m >= 1):
-        raise ValueError("mass must lie strictly between 0 and 1: the weight a sink leaves to real keys")
     # m = c / (c + e^z)  =>  c = e^z m / (1 - m), and i = c - 1
-    return np.exp(z) * m / (1.0 - m) - 1.0
+    return np.exp(sink_logit) * mass / (1.0 - mass) - 1.0
 
 
-def streaming_cache(n_tokens: int, window: int, n_sink: int = 4) -> tuple[np.ndarray, np.ndarray]:
+@contract
+def streaming_cache(n_tokens: Size, window: Size, n_sink: NonNegative = 4) -> tuple[np.ndarray, np.ndarray]:
     r"""StreamingLLM's cache after ``n_tokens`` tokens: the first ``n_sink`` and the last ``window`` (the rolling part).
 
     Returns ``(kept, positions)``: the indices of the tokens whose keys and values are
@@ -152,35 +175,8 @@ def streaming_cache(n_tokens: int, window: int, n_sink: int = 4) -> tuple[np.nda
     step). Four sink tokens are the paper's default. ``n_tokens <= n_sink + window``
     keeps everything.
     """
-    n = _checks.size("n_tokens", n_tokens)
-    n_sink = _checks.size("n_sink", n_sink, minimum=0)
-    window = _checks.size("window", window)
     # sinks: 0 .. n_sink - 1; rolling window: the last `window` tokens
-    recent = np.arange(max(n_sink, n - window), n)
-    kept = np.concatenate([np.arange(min(n_sink, n)), recent])
+    recent = np.arange(max(n_sink, n_tokens - window), n_tokens)
+    kept = np.concatenate([np.arange(min(n_sink, n_tokens)), recent])
     # positions within the cache
     return kept, np.arange(kept.size)
-
-
-# ---------------------------------------------------------------------------
-# Argument checks (kept apart from the math)
-# ---------------------------------------------------------------------------
-
-def _scores_and_sink(scores, sink_logit) -> tuple[np.ndarray, np.ndarray]:
-    s = _checks.array("scores", scores, ndim_at_least=1, neg_inf=True)
-    z = _checks.array("sink_logit", sink_logit, neg_inf=True)
-    try:
-        z = np.broadcast_to(z, s.shape[:-1])
-    except ValueError as err:
-        raise ValueError(f"sink_logit of shape {z.shape} must broadcast to scores.shape[:-1] = "
-                         f"{s.shape[:-1]} (one per row)") from err
-    if np.any(np.all(s == -np.inf, axis=-1) & (z == -np.inf)):
-        raise ValueError("scores and sink_logit must leave every row something to attend to")
-    return s, z
-
-
-def _sink_scalar(sink_logit) -> float:
-    z = _checks.array("sink_logit", sink_logit)
-    if z.ndim != 0:
-        raise ValueError(f"sink_logit must be one real number, got shape {z.shape}")
-    return float(z)

@@ -10,12 +10,13 @@ numerical code in :mod:`companion.attention`, :mod:`companion.absolute` and
 from __future__ import annotations
 
 from itertools import permutations
-from typing import NamedTuple
+from typing import Annotated, Callable, NamedTuple
 
 import numpy as np
 import sympy as sp
 
-from . import _checks
+from ._contracts import (Anything, Count, Integer, Positive, Seed, SymbolicMatrix, SymbolicNumber, SymbolicNumbers,
+                         Text, WholeNumbers, contract, permutation, rule, same_shape)
 
 __all__ = [
     "symbol_matrix",
@@ -37,79 +38,97 @@ __all__ = [
 ]
 
 
-def symbol_matrix(name: str, rows: int, cols: int, **assumptions) -> sp.Matrix:
+#: A SymPy matrix.
+Matrix = Annotated[sp.Matrix, SymbolicMatrix()]
+#: The size of a SymPy matrix (one of thousands of entries already takes seconds).
+Rows = Annotated[int, Integer(1, 256, why="SymPy builds a larger matrix entry by entry for minutes")]
+#: Any SymPy expression, matrix or number (what SymPy's own functions accept).
+Expression = Annotated[object, Anything()]
+#: A position or frequency: a finite SymPy expression or number.
+Number = Annotated[object, SymbolicNumber()]
+#: Frequencies, one per pair: a non-empty sequence of finite SymPy expressions or numbers.
+Numbers = Annotated[list, SymbolicNumbers()]
+
+
+@contract
+def symbol_matrix(name: Annotated[str, Text()], rows: Rows, cols: Rows, **assumptions) -> sp.Matrix:
     r"""A ``rows x cols`` matrix of independent symbols ``name_{ij}`` (0-based)."""
-    rows = _checks.positive_int("rows", rows)
-    cols = _checks.positive_int("cols", cols)
     return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i}{j}", **assumptions))
 
 
-def permutation_matrix(perm) -> sp.Matrix:
+@contract(permutation)
+def permutation_matrix(perm: Annotated[np.ndarray, WholeNumbers(signed=True, floats=False)]) -> sp.Matrix:
     r"""SymPy permutation matrix with ``(P X)[i] = X[perm[i]]``, i.e. ``P[i, perm[i]] = 1``.
 
     The same convention as :func:`companion.attention.permutation_matrix`.
     """
-    perm = [int(p) for p in perm]
-    n = len(perm)
-    if n == 0 or sorted(perm) != list(range(n)):
-        raise ValueError(f"perm must contain each of 0..n-1 exactly once, got {perm}")
+    n = perm.size
+    # P[i, perm[i]] = 1
     return sp.Matrix(n, n, lambda i, j: 1 if j == perm[i] else 0)
 
 
-def all_permutation_matrices(n: int) -> list[tuple[tuple[int, ...], sp.Matrix]]:
+@contract
+def all_permutation_matrices(n: Annotated[int, Integer(1, 6, why="n! symbolic checks grow fast")]
+                             ) -> list[tuple[tuple[int, ...], sp.Matrix]]:
     r"""Every ``(perm, P)`` for the ``n!`` permutations of ``0..n-1``."""
-    n = _checks.positive_int("n", n)
-    if n > 6:
-        raise ValueError(f"n must be at most 6 (n! symbolic checks grow fast), got {n}")
-    return [(p, permutation_matrix(p)) for p in permutations(range(n))]
+    return [(p, permutation_matrix.__wrapped__(np.array(p))) for p in permutations(range(n))]
 
 
-def causal_mask(n: int) -> sp.Matrix:
+@contract
+def causal_mask(n: Rows) -> sp.Matrix:
     r"""The ``n x n`` causal mask as a 0/1 matrix: ``mask[i, j] = 1`` when ``j <= i``."""
-    n = _checks.positive_int("n", n)
+    # mask[i, j] = 1 when j <= i
     return sp.Matrix(n, n, lambda i, j: 1 if j <= i else 0)
 
 
-def softmax_rows(S: sp.Matrix, mask: sp.Matrix | None = None) -> sp.Matrix:
+def _rows_kept(mask) -> None:
+    for i in range(0 if mask is None else mask.rows):
+        if all(mask[i, k] == 0 for k in range(mask.cols)):
+            raise ValueError(f"mask must keep an entry in every row: row {i} keeps none (nothing to attend to)")
+
+
+@contract(rule(("S", "mask"), lambda S, mask: mask is None or same_shape("S", "mask")(S, mask)), _rows_kept)
+def softmax_rows(S: Matrix, mask: Matrix | None = None) -> sp.Matrix:
     r"""Row-wise softmax of a symbolic matrix: :math:`A_{ij} = e^{S_{ij}} / \sum_k e^{S_{ik}}`.
 
     With a 0/1 ``mask``, entries where ``mask[i, j] = 0`` get weight 0 and are left out
     of the row's sum (the symbolic counterpart of setting the score to :math:`-\infty`).
     """
-    S = sp.Matrix(S)
-    keep = sp.ones(S.rows, S.cols) if mask is None else sp.Matrix(mask)
-    if keep.shape != S.shape:
-        raise ValueError(f"mask must have the shape of S {S.shape}, got {keep.shape}")
+    keep = sp.ones(S.rows, S.cols) if mask is None else mask
     out = sp.zeros(S.rows, S.cols)
     for i in range(S.rows):
+        # sum_k mask_ik e^{S_ik}
         denominator = sum(keep[i, k] * sp.exp(S[i, k]) for k in range(S.cols))
-        if denominator == 0:
-            raise ValueError(f"mask row {i} keeps no entry: nothing to attend to")
         for j in range(S.cols):
+            # A_ij = mask_ij e^{S_ij} / sum_k mask_ik e^{S_ik}
             out[i, j] = keep[i, j] * sp.exp(S[i, j]) / denominator
     return out
 
 
-def self_attention(
-    X: sp.Matrix, W_Q: sp.Matrix, W_K: sp.Matrix, W_V: sp.Matrix, mask: sp.Matrix | None = None
-) -> sp.Matrix:
+@contract
+def self_attention(X: Matrix, W_Q: Matrix, W_K: Matrix, W_V: Matrix, mask: Matrix | None = None) -> sp.Matrix:
     r"""Symbolic single-head self-attention (unmasked unless a 0/1 ``mask`` is given):
 
     .. math:: \operatorname{Attn}(X) = \operatorname{softmax}\!\left(\frac{X W_Q (X W_K)^{\mathsf T}}{\sqrt{d_k}}\right) X W_V
 
     (Vaswani et al., 2017), the same formula as :func:`companion.attention.self_attention`.
     """
+    # Q = X W_Q, K = X W_K, V = X W_V
     Q, K, V = X * W_Q, X * W_K, X * W_V
+    # S = Q K^T / sqrt(d_k)
     S = Q * K.T / sp.sqrt(W_K.cols)
-    return softmax_rows(S, mask) * V
+    # softmax(S) V
+    return softmax_rows.__wrapped__(S, mask) * V
 
 
-def is_zero_matrix(M: sp.Matrix) -> bool:
+@contract
+def is_zero_matrix(M: Matrix) -> bool:
     r"""True when every entry of ``M`` simplifies to exactly 0."""
-    return all(is_zero(entry) for entry in sp.Matrix(M))
+    return all(is_zero.__wrapped__(entry) for entry in M)
 
 
-def is_zero(expr) -> bool:
+@contract
+def is_zero(expr: Expression) -> bool:
     r"""True when ``expr`` (an expression or a matrix) simplifies to exactly 0.
 
     Tries ``sympy.simplify``, then expands trigonometric and exponential
@@ -118,7 +137,7 @@ def is_zero(expr) -> bool:
     identity is false; the chapters assert ``True``.
     """
     if isinstance(expr, sp.MatrixBase):
-        return is_zero_matrix(expr)
+        return is_zero_matrix.__wrapped__(expr)
     expr = sp.sympify(expr)
     if sp.simplify(expr) == 0:
         return True
@@ -135,12 +154,14 @@ class Witness(NamedTuple):
     is that entry evaluated to 30 significant digits.
     """
 
+
     values: dict
     entry: tuple | None
     value: sp.Float
 
 
-def nonzero_witness(expr, seed: int = 0, tries: int = 20, tolerance: float = 1e-12) -> Witness | None:
+@contract
+def nonzero_witness(expr: Expression, seed: Seed = 0, tries: Count = 20, tolerance: Positive = 1e-12) -> Witness | None:
     r"""Rational values for the symbols of ``expr`` at which it is clearly not zero.
 
     A non-identity is disproved by one counterexample. For each of ``tries`` draws,
@@ -152,11 +173,6 @@ def nonzero_witness(expr, seed: int = 0, tries: int = 20, tolerance: float = 1e-
     draw found a non-zero value: it proves nothing either way (the expression may be
     zero, or zero only on the points tried).
     """
-    tries = _checks.positive_int("tries", tries)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
-    if not (isinstance(tolerance, (int, float)) and tolerance > 0):
-        raise ValueError(f"tolerance must be a positive number, got {tolerance!r}")
     entries = list(sp.Matrix(expr)) if isinstance(expr, sp.MatrixBase) else [sp.sympify(expr)]
     shape = expr.shape if isinstance(expr, sp.MatrixBase) else None
     symbols = sorted(set().union(*(e.free_symbols for e in entries)), key=str)
@@ -185,7 +201,8 @@ def _sin_squared(e):
     return (1 - sp.sin(angle) ** 2) * sp.cos(angle) ** (e.exp - 2)
 
 
-def expand_trig_full(expr):
+@contract
+def expand_trig_full(expr: Expression):
     r"""Multiply out, apply the addition formulas everywhere, multiply out again.
 
     ``expand``, then ``expand_trig`` (:math:`\sin(a+b) = \sin a\cos b + \cos a\sin b`
@@ -202,13 +219,8 @@ def expand_trig_full(expr):
     return out
 
 
-def _frequencies(thetas) -> list:
-    if isinstance(thetas, (str, bytes)) or not hasattr(thetas, "__len__") or len(thetas) == 0:
-        raise ValueError(f"thetas must be a non-empty sequence (one frequency per pair), got {thetas!r}")
-    return [sp.sympify(t) for t in thetas]
-
-
-def sinusoid_vector(position, thetas) -> sp.Matrix:
+@contract
+def sinusoid_vector(position: Number, thetas: Numbers) -> sp.Matrix:
     r"""The sinusoidal vector of ``position`` as a SymPy column, ``2 len(thetas)`` long.
 
     Pair ``i`` is :math:`(\sin\theta_i p, \cos\theta_i p)`, the order of
@@ -217,11 +229,14 @@ def sinusoid_vector(position, thetas) -> sp.Matrix:
     Transformer-XL's :math:`R_{i-j}` (Dai et al., 2019). ``position`` and ``thetas``
     may be symbols or numbers.
     """
-    position = sp.sympify(position)
-    return sp.Matrix([f(theta * position) for theta in _frequencies(thetas) for f in (sp.sin, sp.cos)])
+    # (sin theta_i p, cos theta_i p) for each pair
+    return sp.Matrix([f(theta * position) for theta in thetas for f in (sp.sin, sp.cos)])
 
 
-def sinusoid_vector_exp(position: int, powers, w) -> sp.Matrix:
+@contract
+def sinusoid_vector_exp(position: Annotated[int, Integer()],
+                        powers: Annotated[np.ndarray, WholeNumbers(signed=True, floats=False)],
+                        w: Expression) -> sp.Matrix:
     r"""The sinusoidal vector written as a Laurent polynomial in one symbol ``w``.
 
     With :math:`w = e^{\mathrm{i}\varphi}` and pair ``i`` turning at
@@ -232,40 +247,49 @@ def sinusoid_vector_exp(position: int, powers, w) -> sp.Matrix:
     symbol or a rational point, identities become polynomial algebra that SymPy does
     exactly and fast.
     """
-    if isinstance(position, bool) or not isinstance(position, (int, np.integer, sp.Integer)):
-        raise ValueError(f"position must be an integer, got {position!r}")
-    if isinstance(powers, (str, bytes)) or not hasattr(powers, "__len__") or len(powers) == 0:
-        raise ValueError(f"powers must be a non-empty sequence of integers (one per pair), got {powers!r}")
-    if any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) for k in powers):
-        raise ValueError(f"powers must hold integers only, got {powers!r}")
     w = sp.sympify(w)
     out = []
     for k in powers:
-        z = w ** (int(k) * int(position))
+        # z = w^{k_i p}
+        z = w ** (int(k) * position)
+        # ((z - 1/z) / 2i, (z + 1/z) / 2)
         out += [(z - 1 / z) / (2 * sp.I), (z + 1 / z) / 2]
     return sp.Matrix(out)
 
 
-def shift_matrix(offset, thetas) -> sp.Matrix:
+@contract
+def shift_matrix(offset: Number, thetas: Numbers) -> sp.Matrix:
     r"""The shift :math:`R_k` with :math:`\mathrm{PE}(p + k) = R_k\,\mathrm{PE}(p)`, as SymPy.
 
     Block-diagonal with one block
     :math:`\begin{pmatrix}\cos\theta_i k & \sin\theta_i k\\ -\sin\theta_i k & \cos\theta_i k\end{pmatrix}`
     per pair, the symbolic twin of :func:`companion.absolute.rotation_for_offset`.
     """
-    offset = sp.sympify(offset)
+    # one block [[cos theta_i k, sin theta_i k], [-sin theta_i k, cos theta_i k]] per pair
     blocks = [sp.Matrix([[sp.cos(t * offset), sp.sin(t * offset)],
-                         [-sp.sin(t * offset), sp.cos(t * offset)]]) for t in _frequencies(thetas)]
+                         [-sp.sin(t * offset), sp.cos(t * offset)]]) for t in thetas]
     return sp.diag(*blocks)
 
 
-def clip(t, c):
+@contract
+def clip(t: Expression, c: Expression):
     r"""Shaw et al.'s clipped distance :math:`\operatorname{clip}(t, c) = \max(-c, \min(c, t))`."""
     t, c = sp.sympify(t), sp.sympify(c)
+    # max(-c, min(c, t))
     return sp.Max(-c, sp.Min(c, t))
 
 
-def shaw_score(q: sp.Matrix, k: sp.Matrix, key_table, i, j, c):
+def _columns_fit(q, k, key_table, i, j, c) -> None:
+    if q.shape != k.shape or q.cols != 1:
+        raise ValueError(f"q and k must be columns of the same height, got shapes {q.shape} and {k.shape}")
+    row = sp.Matrix(key_table(clip.__wrapped__(sp.sympify(j) - sp.sympify(i), c)))
+    if row.shape != q.shape:
+        raise ValueError(f"key_table must return a column of height {q.rows}, got shape {row.shape}")
+
+
+@contract(_columns_fit)
+def shaw_score(q: Matrix, k: Matrix, key_table: Annotated[Callable, Anything()], i: Expression, j: Expression,
+               c: Expression):
     r"""Shaw et al.'s score :math:`e_{ij} = q\cdot(k + w^K_{\operatorname{clip}(j-i, c)})/\sqrt{d}`.
 
     ``q`` and ``k`` are SymPy columns of height ``d``; ``key_table`` is a function of the
@@ -273,10 +297,7 @@ def shaw_score(q: sp.Matrix, k: sp.Matrix, key_table, i, j, c):
     functions, or of numbers). The symbolic twin of :func:`companion.relative.shaw_scores`
     (Shaw, Uszkoreit and Vaswani, 2018).
     """
-    q, k = sp.Matrix(q), sp.Matrix(k)
-    if q.shape != k.shape or q.cols != 1:
-        raise ValueError(f"q and k must be columns of the same height, got shapes {q.shape} and {k.shape}")
-    row = sp.Matrix(key_table(clip(sp.sympify(j) - sp.sympify(i), c)))
-    if row.shape != q.shape:
-        raise ValueError(f"key_table must return a column of height {q.rows}, got shape {row.shape}")
+    # w^K_{clip(j - i, c)}
+    row = sp.Matrix(key_table(clip.__wrapped__(sp.sympify(j) - sp.sympify(i), c)))
+    # q . (k + w^K) / sqrt(d)
     return (q.T * (k + row))[0, 0] / sp.sqrt(q.rows)

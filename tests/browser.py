@@ -174,3 +174,138 @@ def open_offline(browser, base_url: str, page_path: str, viewport=DESKTOP, serve
     page.on("response", record_response)
     page.goto(base_url + page_path, wait_until="load")
     return page, problems
+
+
+#: Text in the figures must reach WCAG AA contrast against what is behind it.
+TEXT_CONTRAST = 4.5
+
+#: For every piece of text a reader sees in the interactive figures of the page, its colour,
+#: what it is drawn on, and the contrast between them (WCAG 2): text in an SVG is measured
+#: against the shape under its middle (a heatmap cell, a band) or, where there is none, the
+#: page; HTML text against its nearest background; see-through ink and shapes are blended
+#: first. Also the text's size in CSS pixels as drawn.
+FIGURE_TEXT = """() => {
+  const parse = (c) => { const v = (c.match(/[\\d.]+/g) || []).map(Number);
+    return v.length < 3 ? null : [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
+  const over = (top, under) => { const a = top[3];
+    return [0, 1, 2].map((i) => top[i] * a + under[i] * (1 - a)).concat([1]); };
+  const lum = (c) => { const [r, g, b] = c.slice(0, 3).map((v) => { v /= 255;
+    return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const opacity = (el, stop) => { let o = 1;
+    for (let e = el; e && e !== stop; e = e.parentElement) o *= Number(getComputedStyle(e).opacity);
+    return o; };
+  const htmlBackground = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
+    }
+    let base = [255, 255, 255, 1];
+    if (!layers.length || layers[layers.length - 1][3] < 1) {
+      const page = parse(getComputedStyle(document.body).backgroundColor);
+      if (page && page[3] > 0) base = page;
+    }
+    for (const layer of layers.reverse()) base = over(layer, base);
+    return base;
+  };
+  const shown = (el) => { const r = el.getBoundingClientRect(), st = getComputedStyle(el);
+    return r.width > 1 && r.height > 1 && st.visibility !== 'hidden' && st.display !== 'none'
+      && !el.closest('.cf-sr, .cf-caption, [aria-hidden=true] .cf-swatch'); };
+  const found = [];
+  for (const figure of document.querySelectorAll('.companion-figure')) {
+    const name = figure.dataset.figure;
+    for (const text of figure.querySelectorAll('svg text')) {
+      if (!text.textContent.trim() || !shown(text)) continue;
+      const st = getComputedStyle(text), svg = text.ownerSVGElement;
+      const r = text.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + r.height / 2;
+      let ground = htmlBackground(svg);
+      const under = document.elementsFromPoint(x, y).filter((e) => e instanceof SVGGeometryElement
+        && svg.contains(e) && !(e instanceof SVGTextContentElement));
+      for (const shape of under.reverse()) {
+        const fill = parse(getComputedStyle(shape).fill);
+        if (!fill) continue;
+        fill[3] *= Number(getComputedStyle(shape).fillOpacity) * opacity(shape, svg.parentElement);
+        if (fill[3] > 0) ground = over(fill, ground);
+      }
+      const ink = parse(st.fill);
+      if (!ink) continue;
+      ink[3] *= Number(st.fillOpacity) * opacity(text, svg.parentElement);
+      const m = text.getScreenCTM(), size = parseFloat(st.fontSize) * Math.hypot(m.a, m.b);
+      found.push({ figure: name, text: text.textContent.trim().slice(0, 40), contrast: ratio(over(ink, ground), ground), size });
+    }
+    const walker = document.createTreeWalker(figure, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const el = node.parentElement;
+      if (!node.textContent.trim() || el.closest('svg, style') || !shown(el)) continue;
+      const st = getComputedStyle(el), ground = htmlBackground(el), ink = parse(st.color);
+      ink[3] *= opacity(el, figure.parentElement);
+      found.push({ figure: name, text: node.textContent.trim().slice(0, 40), contrast: ratio(over(ink, ground), ground),
+                   size: parseFloat(st.fontSize) });
+    }
+  }
+  return found;
+}"""
+
+
+def figure_text(page) -> list[dict]:
+    """Every piece of text shown in the page's interactive figures: the figure, the text, its
+    contrast against what it is drawn on and its size in CSS pixels (:data:`FIGURE_TEXT`)."""
+    return page.evaluate(FIGURE_TEXT)
+
+
+def set_theme(page, mode: str) -> None:
+    """Switch the book's theme with its own switch in the page header, as a reader does,
+    until the page is in ``mode`` ("light" or "dark")."""
+    switch = page.locator(".theme-switch-button:visible").first
+    for _ in range(3):
+        if page.evaluate("document.documentElement.dataset.theme") == mode:
+            return
+        switch.click()
+    assert page.evaluate("document.documentElement.dataset.theme") == mode, mode
+
+
+#: The smallest text a plot or a figure may show on a phone, in CSS pixels.
+MIN_TEXT_PX = 9.0
+#: A line of code up to this many characters fits its box at laptop width.
+CODE_WIDTH = 88
+
+
+def scrolling_code(page) -> list[dict]:
+    """Code cells of the page whose code is wider than its box, with their longest line."""
+    return page.evaluate("""() => [...document.querySelectorAll('.bd-article div.cell_input pre')]
+        .filter((pre) => pre.scrollWidth > pre.clientWidth + 1)
+        .map((pre) => ({longest: Math.max(...pre.textContent.split('\\n').map((l) => l.length)),
+                        first: pre.textContent.split('\\n')[0].slice(0, 60),
+                        over: pre.scrollWidth - pre.clientWidth}))""")
+
+
+def plot_images(page) -> list[dict]:
+    """The static plots of the page (SVG images in cell outputs): address and drawn width."""
+    return page.evaluate("""() => [...document.querySelectorAll('.bd-article .cell_output img')]
+        .filter((img) => /\\.svg($|\\?)/.test(img.getAttribute('src') || ''))
+        .map((img) => ({src: new URL(img.src).pathname, width: img.getBoundingClientRect().width}))""")
+
+
+FONT_SIZE = re.compile(r"font-size:\s*([\d.]+)px")
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def plot_text_sizes(svg: str) -> dict[str, float]:
+    """The smallest font size of a matplotlib SVG's tick labels and legend entries, in the
+    SVG's own units (the size of each label's text, not of a superscript inside it), and
+    the width of its viewBox (``"width"``)."""
+    import xml.etree.ElementTree as ElementTree
+
+    root = ElementTree.fromstring(svg)
+    smallest: dict[str, float] = {"width": float(root.get("viewBox").split()[2])}
+    for group in root.iter(f"{SVG}g"):
+        name = group.get("id", "")
+        kind = "tick labels" if re.match(r"[xy]tick_\d+$", name) else "legend" if name.startswith("legend_") else None
+        if kind is None:
+            continue
+        for text in group.iter(f"{SVG}text"):
+            size = FONT_SIZE.search(text.get("style", "")) or re.match(r"([\d.]+)", text.get("font-size", ""))
+            if size:
+                smallest[kind] = min(smallest.get(kind, float("inf")), float(size.group(1)))
+    return smallest

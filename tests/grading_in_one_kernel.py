@@ -1,10 +1,16 @@
 """Grade several versions of one chapter's notebook in a single kernel.
 
-``tools/assignments.py grade`` runs ``otter run`` on a submission: a fresh kernel runs
-the notebook from the top (a cell that raises does not stop it), each
-``grader.check("q")`` cell checks question ``q`` against the state at that point with
-every check of the autograder, hidden ones included, and the checks no cell ran are run
-at the end. The tests grade several versions of every chapter: the solution, the
+``tools/assignments.py grade`` runs a submission from the top in a sandbox (a cell
+that raises does not stop it); at each ``grader.check("q")`` cell a separate process
+checks question ``q`` against the state at that point with every check of the
+autograder, hidden ones included, on values sent to it as data (``tools/grading``), and
+the checks no cell ran are run at the end. Here the same checks
+(:class:`grading.judge.Judge`) read the same data (:class:`grading.runner.Answers`:
+every value and every call of a submitted function goes through :mod:`grading.wire`),
+only without the processes in between. This shares one kernel between versions, so it
+is for the book's own notebooks only, never for students' submissions.
+
+The tests grade several versions of every chapter: the solution, the
 untouched student copy, and the solution with one deliberate wrong answer. Graded one
 by one, each would run the whole chapter again, although they differ only in the cells
 of a question.
@@ -12,15 +18,15 @@ of a question.
 :func:`grade_versions` runs them in one kernel, the same way: the code cells that come
 before the first cell where a version differs from the solution are run once for all.
 At that cell the namespace is saved, the version runs its own cells from there to the
-end (its checks recorded as otter records them, and the checks it did not run run after
-its last cell), and the saved namespace is put back before the solution goes on. A
+end (its checks recorded as the grader records them, and the checks it did not run run
+after its last cell), and the saved namespace is put back before the solution goes on. A
 version therefore meets the state that a fresh run of it would meet, with one
 exception: names are restored, but an object that a version's cell changes in place
 stays changed. The solution is graded last, after every version that branched off
 before it, so such a change would show as the solution losing points.
 
 The checks, the support files and the settings come from the chapter's
-``autograder.zip``, as in ``otter run``. The versions must have the same code cells as
+``autograder.zip``, as in the grader. The versions must have the same code cells as
 the solution, differing only in their sources (the student copy and the wrong answers
 are made from it).
 """
@@ -37,6 +43,7 @@ from nbclient import NotebookClient
 
 CHECK_CELL = re.compile(r'grader\.check\("([^"]+)"\)\s*')
 SOLUTION = "solution"
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
 
 
 def code_cells(nb) -> list[str]:
@@ -49,10 +56,10 @@ def _checked_questions(cells: list[str]) -> list[tuple[int, str]]:
 
 
 def _version_cell(source: str):
-    """A cell of a version: it may raise (otter grades on), and its check is recorded."""
+    """A cell of a version: it may raise (grading goes on), and its check is recorded."""
     match = CHECK_CELL.fullmatch(source.strip())
     if match:
-        source = f'_versions.record(grader.check("{match.group(1)}"))'
+        source = f'_versions.check("{match.group(1)}")'
     return nbformat.v4.new_code_cell(source, metadata={"tags": ["raises-exception"]})
 
 
@@ -74,6 +81,7 @@ def grading_notebook(versions: dict[str, list[str]], tests_dir: Path, results: P
             raise ValueError(f"{name}: its grader.check cells differ from the solution's")
         first_difference[name] = next((i for i, (a, b) in enumerate(zip(cells, main)) if a != b), None)
     setup = (f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+             f"sys.path.insert(0, {str(TOOLS)!r})\n"
              "sys.path.append('.')\n"
              "from otter import Notebook\n"
              f"Notebook.init_grading_mode({str(tests_dir)!r})\n"
@@ -112,7 +120,7 @@ def grade_versions(autograder: Path, versions: dict[str, object], notebook_name:
     source = workdir / "autograder"
     with zipfile.ZipFile(autograder) as archive:
         archive.extractall(source)
-    if (source / "files").is_dir():  # support files go beside the notebook, as in otter run
+    if (source / "files").is_dir():  # support files go beside the notebook
         for item in (source / "files").iterdir():
             (shutil.copytree if item.is_dir() else shutil.copy)(item, workdir / item.name)
     nbformat.write(versions[SOLUTION], workdir / notebook_name)
@@ -146,7 +154,10 @@ class Versions:
     """Kernel side: which version is running, its check results, the saved namespace."""
 
     def __init__(self, namespace: dict, tests_dir: str, results_path: str):
+        from grading import judge
+
         self.namespace, self.tests_dir, self.results_path = namespace, Path(tests_dir), Path(results_path)
+        self.checks = judge.load_checks({p.name: p.read_text() for p in sorted(self.tests_dir.glob("*.py"))})
         self.results: dict[str, dict[str, dict]] = {}
         self.version = SOLUTION
         self.saved: dict | None = None
@@ -155,24 +166,22 @@ class Versions:
         self.version = version
         self.results[version] = {}
 
-    def record(self, result, at_end: bool = False):
-        """Keep one question's result as otter's results.json reports it."""
-        self.results[self.version][result.name] = {
-            "score": round(float(result.score), 5), "possible": round(float(result.possible), 5),
-            "output": result.summary(), "at_end": at_end}
-        return result
+    def check(self, question: str, at_end: bool = False) -> None:
+        """Check one question against the namespace now, as the grader's judge does (once)."""
+        from grading import judge, runner
+
+        if question in self.results[self.version] or question not in self.checks:
+            return
+        result = judge.Judge(self.checks, runner.Answers(self.namespace).answer).check(question)
+        self.results[self.version][question] = {
+            "score": round(result["score"], 5), "possible": round(result["possible"], 5),
+            "output": result["output"], "at_end": at_end}
 
     def finish(self) -> None:
         """Run the checks that no cell of this version ran, against its final state (as
-        otter does after the last cell), and write every result so far."""
-        from otter.nbmeta_config import NBMetadataConfig
-        from otter.test_files import create_test_file
-
-        for path in sorted(self.tests_dir.glob("*.py")):
-            test = create_test_file(str(path), NBMetadataConfig())
-            if test.name not in self.results[self.version]:
-                test.run(self.namespace)
-                self.record(test, at_end=True)
+        the grader does after the last cell), and write every result so far."""
+        for question in self.checks:
+            self.check(question, at_end=True)
         self.results_path.write_text(json.dumps(self.results))
 
     def save(self) -> None:

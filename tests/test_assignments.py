@@ -1,19 +1,21 @@
-"""The lessons as graded assignments (tools/assignments.py, otter-grader).
+"""The lessons as graded assignments (tools/assignments.py, otter-grader's format).
 
 For every lesson: the question markers are well formed and match the exercises; the
-student copy holds no solution text and no hidden check; the solution notebook scores
-full marks; the untouched student notebook scores zero on every autograded question,
-with a check's message (not a crash) for each; and each deliberately wrong answer listed
-in tests/wrong_answers/<lesson>.json, put alone into the solution, loses exactly the
+student copy holds no solution text and no hidden check; every check reads only its
+question's answers from the notebook; the solution notebook scores full marks; the
+untouched student notebook scores zero on every autograded question, with a check's
+message (not a crash) for each; and each deliberately wrong answer listed in
+tests/wrong_answers/<lesson>.json, put alone into the solution, loses exactly the
 points of its question, with the expected message, and no other question loses points.
 
 A lesson's versions (solution, untouched copy, one per wrong answer) are graded with the
 lesson's autograder.zip in one kernel (tests/grading_in_one_kernel.py), so the chapter
-runs once, not once per version; test_grading_in_one_kernel_agrees_with_otter_run grades
-the solution and the student copy of one lesson with ``otter run`` as well, and checks
-that both gradings give the same points and messages. A lesson's grades are kept in
-``_build/grading-cache/`` with a hash of everything they depend on (:func:`grading_key`)
-and graded again only when that changes.
+runs once, not once per version; test_grading_in_one_kernel_agrees_with_the_grader
+grades the solution and the student copy of one lesson with ``grade`` as well (sandbox
+and judge), and checks that both give the same points and messages. A lesson's grades
+are kept in ``_build/grading-cache/`` with a hash of everything they depend on
+(:func:`grading_key`) and graded again only when that changes. Submissions written to
+cheat are graded in tests/test_grading_attacks.py.
 """
 from __future__ import annotations
 
@@ -102,7 +104,8 @@ def grading_key(autograder: Path, found: dict[str, nbformat.NotebookNode]) -> st
         for member in sorted(archive.namelist()):
             digest.update(member.encode() + archive.read(member))
     sources = sorted((ROOT / "companion").rglob("*.py")) + sorted((ROOT / "companion").rglob("*.json"))
-    for path in sources + [ROOT / "tests" / "grading_in_one_kernel.py", ROOT / "tools" / "assignments.py"]:
+    grading = sorted((ROOT / "tools" / "grading").glob("*.py"))
+    for path in sources + grading + [ROOT / "tests" / "grading_in_one_kernel.py", ROOT / "tools" / "assignments.py"]:
         digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
     digest.update(sys.version.encode())
     for library in GRADING_LIBRARIES:
@@ -299,22 +302,30 @@ def test_markers_are_checked(tmp_path):
 
 
 def test_command_line_generates_lists_and_grades(tmp_path, graded, monkeypatch, capsys):
-    """The commands of the instructors' page: generate, questions, grade (points per question, CSV)."""
+    """The commands of the instructors' page: generate, questions, grade (points per
+    question, messages, the review, a CSV written at once with its SHA-256 printed)."""
     assert assignments.main(["generate", str(ROOT / "lessons" / "03_rope.ipynb"), "--out", str(tmp_path)]) == 0
     assert (tmp_path / "03_rope" / "03_rope-student.zip").is_file()
     assert (tmp_path / "03_rope" / "autograder" / "autograder.zip").is_file()
     assert assignments.main(["questions"]) == 0
     assert "ex-03-rotate" in capsys.readouterr().out
-    results = {"right.ipynb": graded["03_rope"]["solution"], "empty.ipynb": graded["03_rope"]["untouched"]}
-    monkeypatch.setattr(assignments, "grade", lambda autograder, submission, timeout: results[Path(submission).name])
+    results = {Path("right.ipynb"): assignments.grading.Graded(graded["03_rope"]["solution"]),
+               Path("=cmd|calc.ipynb"): assignments.grading.Graded(graded["03_rope"]["untouched"],
+                                                                   ["code cell 3 ('x'): calls exec()"])}
+    monkeypatch.setattr(assignments, "grade_all", lambda *args, **kwargs: results)
     csv_path = tmp_path / "grades.csv"
-    assert assignments.main(["grade", "autograder.zip", "right.ipynb", "empty.ipynb", "--csv", str(csv_path)]) == 0
+    assert assignments.main(["grade", "autograder.zip", "right.ipynb", "=cmd|calc.ipynb",
+                             "--csv", str(csv_path)]) == 0
     out = capsys.readouterr().out
-    assert "right.ipynb: 10 / 10" in out and "empty.ipynb: 0 / 10" in out
+    assert "right.ipynb: 10 / 10" in out and "=cmd|calc.ipynb: 0 / 10" in out
     assert "CheckFailed: rope_rotate(x, positions): returned None" in out
-    rows = csv_path.read_text().splitlines()
-    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,total"
-    assert rows[1] == "right.ipynb,3.0,2.0,3.0,2.0,10.0" and rows[2] == "empty.ipynb,0.0,0.0,0.0,0.0,0.0"
+    assert "review: 1 finding(s) to read (they do not change the grade)\n      code cell 3 ('x'): calls exec()" in out
+    data = csv_path.read_bytes()
+    assert f"wrote {csv_path} (SHA-256 {hashlib.sha256(data).hexdigest()})" in out
+    rows = data.decode().splitlines()
+    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,total,review"
+    assert rows[1] == "right.ipynb,3.0,2.0,3.0,2.0,10.0,0"
+    assert rows[2] == "'=cmd|calc.ipynb,0.0,0.0,0.0,0.0,0.0,1", "a file name is not a spreadsheet formula"
 
 
 def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, graded, monkeypatch, capsys):
@@ -326,14 +337,13 @@ def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, g
     nbformat.write(nbformat.read(generated["04_alibi"] / "student" / "04_alibi.ipynb", as_version=4),
                    tmp_path / "other-chapter.ipynb")
     loop = nbformat.read(folder / "student" / "03_rope.ipynb", as_version=4)
-    # It waits rather than spins, so that the other tests keep the cores meanwhile; the
-    # timeout leaves otter time to turn down the two bad files on a busy machine.
+    # It waits rather than spins, so that the other tests keep the cores meanwhile.
     loop.cells.insert(3, nbformat.v4.new_code_cell("import time\nwhile True:\n    time.sleep(0.1)"))
     nbformat.write(loop, tmp_path / "loop.ipynb")
     real_grade = assignments.grade
-    monkeypatch.setattr(assignments, "grade", lambda autograder, submission, timeout: (
-        graded["03_rope"]["solution"] if Path(submission).name == "right.ipynb"
-        else real_grade(autograder, submission, timeout)))
+    monkeypatch.setattr(assignments, "grade", lambda autograder, submission, *args: (
+        assignments.grading.Graded(graded["03_rope"]["solution"]) if Path(submission).name == "right.ipynb"
+        else real_grade(autograder, submission, *args)))
     names = ["corrupt.ipynb", "other-chapter.ipynb", "loop.ipynb", "right.ipynb"]
     csv_path = tmp_path / "grades.csv"
     status = assignments.main(["grade", str(folder / "autograder" / "autograder.zip"),
@@ -341,36 +351,60 @@ def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, g
                                "--timeout", "30", "--jobs", "3"])
     assert status == 1
     out = capsys.readouterr().out
-    assert "corrupt.ipynb: could not grade: otter could not grade it: NotJSONError" in out
-    assert "other-chapter.ipynb: could not grade: otter could not grade it: OtterRuntimeError: " \
-           "Received submission for assignment '04_alibi' (this is assignment '03_rope')" in out
+    assert "corrupt.ipynb: could not grade: refused: not a notebook: the file is not JSON" in out
+    assert "other-chapter.ipynb: could not grade: refused: this notebook is for assignment '04_alibi', " \
+           "not '03_rope'" in out
     assert "loop.ipynb: could not grade: still running after 30 s" in out
     assert "right.ipynb: 10 / 10" in out
     rows = csv_path.read_text().splitlines()
-    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,total,error"
+    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,total,review,error"
     assert [row.split(",")[0].rsplit("/", 1)[-1] for row in rows[1:]] == names
-    assert rows[4].endswith("right.ipynb,3.0,2.0,3.0,2.0,10.0,")
+    assert rows[4].endswith("right.ipynb,3.0,2.0,3.0,2.0,10.0,0,")
 
 
 AGREEMENT_LESSON = "01_absolute_positions"
 
 
-def test_grading_in_one_kernel_agrees_with_otter_run(generated, graded):
+def test_grading_in_one_kernel_agrees_with_the_grader(generated, graded):
     """The grades the tests use (every version of a lesson in one kernel) are those that
-    ``otter run`` gives each notebook alone: same questions, points and messages."""
+    ``grade`` gives each notebook alone, run in the sandbox and checked by the judge:
+    same questions, points and messages."""
     folder = generated[AGREEMENT_LESSON]
     notebooks = {"solution": folder / "autograder" / f"{AGREEMENT_LESSON}.ipynb",
                  "untouched": folder / "student" / f"{AGREEMENT_LESSON}.ipynb"}
     alone = assignments.grade_all(folder / "autograder" / "autograder.zip", list(notebooks.values()), jobs=2)
     for version, notebook in notebooks.items():
-        assert alone[notebook] == graded[AGREEMENT_LESSON][version], version
+        assert not isinstance(alone[notebook], Exception), alone[notebook]
+        assert alone[notebook].scores == graded[AGREEMENT_LESSON][version], version
+        assert alone[notebook].review == [], f"{version}: {alone[notebook].review}"
 
 
-def test_questions_keep_their_order_in_an_exported_zip(tmp_path, generated):
-    """Students on Colab and Jupyter submit the zip of grader.export: the grade lists its
-    questions in the lesson's order too."""
-    student = generated["04_alibi"] / "student" / "04_alibi.ipynb"
-    with zipfile.ZipFile(tmp_path / "submission.zip", "w") as archive:
-        archive.write(student, "04_alibi.ipynb")
-    order = assignments._question_order(tmp_path / "submission.zip")
-    assert list(order) == ["ex-04-slopes", "ex-04-mean", "ex-04-twelve"]
+def test_questions_keep_the_notebooks_order(generated):
+    """The grader lists a chapter's questions in the order of the distributed notebook,
+    whatever order a submission has."""
+    autograder = assignments.grading.Autograder.load(generated["04_alibi"] / "autograder" / "autograder.zip")
+    assert autograder.order == ["ex-04-slopes", "ex-04-mean", "ex-04-twelve"]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_checks_build_their_own_inputs(path):
+    """A check reads only its question's answers from the submission: every parameter of
+    a check is a name the student's lines of that question define. A check that read a
+    question's inputs (a symbol, a matrix, a table defined in the chapter) from the
+    notebook would grade against whatever the submission redefined them to."""
+    for question in assignments.read_lesson(path).questions:
+        if question.manual:
+            continue
+        assert question.answer_names, f"{question.name}: no answer names found"
+        foreign = [name for name in question.check_parameters if name not in question.answer_names]
+        assert not foreign, (f"{question.name}: the checks read {foreign} from the notebook, which the "
+                             f"student's lines do not define; build them inside the check")
+
+
+def test_answer_names_are_the_students_lines():
+    """The rule above is not vacuous: given lines are not answers, a student's are."""
+    source = ('lam = sp.Symbol("lambda")\n\ndef prefactor(m, n):\n    return lam ** (m + n)  # SOLUTION\n'
+              "table = {}\nfor k in (1, 2):\n    # BEGIN SOLUTION\n    table[k] = k\n    # END SOLUTION\n")
+    names = assignments.answer_names(source)
+    assert {"prefactor", "table"} <= names and "lam" not in names
+    assert assignments.check_parameters("def test_x(prefactor, lam):\n    pass\n") == ["prefactor", "lam"]

@@ -1,11 +1,13 @@
 """Every public callable of the math modules refuses bad input clearly and accepts valid input.
 
-The cases live in ``tests/bad_inputs.py`` (run it as a script for the counts of each
-outcome). Here every registered callable is called with each bad-input class and each
-valid spelling of its arguments; anything but a ``ValueError``/``TypeError`` naming
-the parameter, or the valid call's result, fails. A public callable without cases
-fails too, so a new function cannot escape. Hypothesis adds random values at the
-edges of the supported ranges.
+Every public callable declares a contract (one kind per parameter, rules between them);
+``tests/bad_inputs.py`` generates the bad inputs of each kind and holds a valid example
+call per callable (run it as a script for the counts of each outcome). Here every
+callable is called with each bad-input class and each valid spelling of its
+arguments; anything but a ``ValueError``/``TypeError`` naming the parameter, or the
+valid call's result, fails. A public callable without a contract or an example fails
+too, so a new function cannot escape. Hypothesis adds random values at the edges of
+the supported ranges.
 """
 from __future__ import annotations
 
@@ -23,22 +25,26 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 import bad_inputs  # noqa: E402  (a sibling module, not a package)
 
-from companion import _checks, absolute, nope, relative, rope, scaling  # noqa: E402
+from companion import _contracts, absolute, interpolation, nope, relative, rope  # noqa: E402
 
 
-def test_every_public_callable_has_bad_input_cases():
+def test_every_public_callable_has_a_contract():
     public = bad_inputs.public_callables()
-    missing = [name for name in public if name not in bad_inputs.REGISTRY and name not in bad_inputs.RECORDS]
-    assert not missing, f"public callables without bad-input cases in tests/bad_inputs.py: {missing}"
-    stale = [name for name in bad_inputs.REGISTRY if name not in public]
-    assert not stale, f"cases for names that are not public callables: {stale}"
+    undeclared = [name for name in public if bad_inputs.contract_of(name) is None]
+    assert not undeclared, f"public callables without a declared contract (companion._contracts.contract): {undeclared}"
+    missing = [name for name in public if name not in bad_inputs.EXAMPLES]
+    assert not missing, f"public callables without a valid example call in tests/bad_inputs.py: {missing}"
+    stale = [name for name in bad_inputs.EXAMPLES if name not in public]
+    assert not stale, f"examples for names that are not public callables: {stale}"
     for name, spec in bad_inputs.REGISTRY.items():
+        unexampled = set(bad_inputs.contract_of(name).kinds) - set(spec.args)
+        assert not unexampled, f"{name}: the example leaves out {sorted(unexampled)}"
         n_bad = sum(expect == "bad" for _, _, expect, _ in bad_inputs.cases(name))
         assert spec.anything or n_bad >= 3, f"{name} has only {n_bad} bad-input cases"
 
 
 def test_the_harness_can_tell_the_outcomes_apart():
-    spec = bad_inputs.Spec(lambda x: x, {"x": bad_inputs.Anything(1)})
+    spec = bad_inputs.Spec(lambda x: x, {"x": bad_inputs.Anything(1)}, [])
     bad_inputs.REGISTRY["_probe"] = spec
     try:
         assert bad_inputs.outcome("_probe", {"x": 1}, "bad", ("x",))[0] == "silent nonsense"
@@ -71,7 +77,7 @@ def test_bad_input_is_refused_by_name_and_valid_input_accepted(name):
 @given(st.integers(min_value=-(2**70), max_value=2**70))
 def test_positions_are_accepted_exactly_within_the_supported_range(p):
     call = lambda: absolute.sinusoidal([p], 4)  # noqa: E731
-    if 0 <= p <= _checks.MAX_POSITION:
+    if 0 <= p <= _contracts.MAX_POSITION:
         pe = call()
         assert np.allclose(pe[0, 0], math.sin(p)) and np.all(np.isfinite(pe))
     else:
@@ -82,7 +88,7 @@ def test_positions_are_accepted_exactly_within_the_supported_range(p):
 @settings(max_examples=60, deadline=None)
 @given(st.integers(min_value=-(2**66), max_value=2**66))
 def test_distances_of_either_sign_are_bucketed_or_refused(t):
-    if abs(t) <= _checks.MAX_POSITION:
+    if abs(t) <= _contracts.MAX_POSITION:
         bucket = int(relative.t5_bucket(t))
         assert 0 <= bucket < 32 and bucket == int(relative.T5RelativeBias(1).bucket(torch.tensor([t]))[0])
     else:
@@ -102,7 +108,7 @@ def test_huge_positions_never_wrap_through_int64(value):
 
 
 def test_the_limit_itself_is_accepted_and_angles_there_are_accurate():
-    m = _checks.MAX_POSITION
+    m = _contracts.MAX_POSITION
     phi = rope.angles([m], [1.0])[0, 0]
     exact = mpmath.mpf(m)
     assert abs(mpmath.cos(exact) - math.cos(phi)) < 1e-6
@@ -111,7 +117,7 @@ def test_the_limit_itself_is_accepted_and_angles_there_are_accurate():
 # --- numerically stable formulas for valid input ---------------------------------------
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(min_value=1, max_value=_checks.MAX_POSITION), st.floats(min_value=-1e4, max_value=1e4),
+@given(st.integers(min_value=1, max_value=_contracts.MAX_POSITION), st.floats(min_value=-1e4, max_value=1e4),
        st.floats(min_value=1e-3, max_value=10.0))
 def test_single_key_weight_matches_high_precision(n, margin, scale):
     w = float(nope.single_key_weight(n, margin, scale))
@@ -130,8 +136,8 @@ def test_single_key_weight_of_one_key_is_one_at_any_margin():
 def test_polynomial_interpolant_does_not_depend_on_the_unit(power):
     nodes, values, x = np.array([0.0, 1.0, 2.0, 3.0]), np.array([1.0, 2.0, 0.0, 5.0]), np.array([0.5, 4.0, -1.0])
     unit = 10.0**power
-    scaled = scaling.polynomial_interpolant(nodes * unit, values, x * unit)
-    assert np.allclose(scaled, scaling.polynomial_interpolant(nodes, values, x), rtol=1e-9)
+    scaled = interpolation.polynomial_interpolant(nodes * unit, values, x * unit)
+    assert np.allclose(scaled, interpolation.polynomial_interpolant(nodes, values, x), rtol=1e-9)
 
 
 def test_perplexity_of_tiny_probabilities_is_finite_or_refused_by_name():

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from companion import configs, precision, rope, scaling
+from companion import configs, mrope, precision, rope, scaling
 
 LLAMA31 = {"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
            "rope_theta": 500000.0,
@@ -135,14 +135,20 @@ def test_gemma3_local_and_global_layers():
     ({"rope_scaling": {"rope_type": "ntk", "factor": 2.0}}, "rope_type must be one of"),
     ({"rope_scaling": {"rope_type": "linear", "factor": 0.5}}, "factor must be"),
     ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0}},
-     "high_freq_factor must be >= low_freq_factor"),
+     "high_freq_factor must be at least low_freq_factor"),
     ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 1.0, "beta_slow": 2.0}},
-     "beta_fast must be greater than beta_slow"),
+     "beta_fast must be at least beta_slow"),
+    ({"rope_scaling": {"rope_type": "su", "short_factor": [1.0] * 32, "long_factor": [1.0] * 32}},
+     "'su' is LongRoPE's pre-release name"),
+    ({"rope_scaling": {"rope_type": "default", "mrope_section": [8, 12, 10]}},
+     "mrope_section must give every one of the rotary_dim/2 = 32"),
+    ({"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}, "max_position_embeddings": None},
+     "max_position_embeddings is missing: .* rope_type 'dynamic'"),
     ({"rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 32}},
      "short_factor must have rotary_dim/2 = 32 entries"),
     ({"rope_scaling": {"rope_type": "yarn", "type": "linear", "factor": 2.0}}, "rope_type and type disagree"),
     ({"rope_scaling": {"rope_type": "yarn", "factor": 2.0, "truncate": "no"}}, "truncate must be"),
-    ({"partial_rotary_factor": 1.5}, "partial_rotary_factor must be a fraction"),
+    ({"partial_rotary_factor": 1.5}, "partial_rotary_factor must be .* in \\(0.0, 1.0\\] \\(a fraction\\)"),
     ({"partial_rotary_factor": 0.01}, "even rotated size"),
     ({"rope_theta": None}, "rope_theta is missing"),
     ({"rope_scaling": [1, 2]}, "rope_scaling must be a dictionary"),
@@ -165,9 +171,12 @@ def test_missing_head_size_and_bad_types():
 def test_unknown_keys_are_reported_not_ignored():
     config = {"head_dim": 64, "rope_theta": 1e4, "max_position_embeddings": 4096,
               "rope_scaling": {"rope_type": "linear", "factor": 2.0, "low_freq_factor": 1.0, "finetuned": True}}
-    with pytest.warns(configs.UnknownKeysWarning, match="finetuned, low_freq_factor"):
+    with pytest.warns(configs.UnknownKeysWarning, match="finetuned, low_freq_factor") as caught:
         s = configs.read_config(config)
     assert s.unknown_keys == ("finetuned", "low_freq_factor")
+    # the warning never claims the key changes nothing: the model's own code may read it
+    message = str(caught[0].message)
+    assert "nothing" not in message and "may still read them" in message
 
 
 def test_dynamic_state_keeps_and_resets():
@@ -178,7 +187,7 @@ def test_dynamic_state_keeps_and_resets():
     assert np.array_equal(grown, scaling.dynamic_ntk(64, L=4096, current_length=8192, hf_factor=2.0).inv_freq)
     assert np.array_equal(state.update(4096).inv_freq, grown)            # exactly L: kept
     assert np.array_equal(state.update(4095).inv_freq, rope.inv_freq(64))  # below L: reset
-    with pytest.raises(ValueError, match="needs rope_type 'dynamic'"):
+    with pytest.raises(ValueError, match="config must have rope_type 'dynamic'"):
         configs.DynamicNTKState(LLAMA31)
 
 
@@ -233,3 +242,131 @@ def test_every_published_configuration_reads_cleanly():
     assert configs.read_config(configs.published("DeepSeek-V3").config).rotary_dim == 64
     with pytest.raises(ValueError, match="name must be one of"):
         configs.published("GPT-5")
+
+
+def test_equal_yarn_betas_are_a_step_not_an_error():
+    config = {"head_dim": 64, "rope_theta": 50000.0, "max_position_embeddings": 131072,
+              "rope_scaling": {"type": "yarn", "factor": 32.0, "beta_fast": 1.0, "beta_slow": 1.0,
+                               "original_max_position_embeddings": 4096}}
+    f = configs.frequencies_at(config, 100)
+    theta = rope.inv_freq(64, 50000.0)
+    slow = 4096 * theta / (2 * np.pi) < 1  # fewer than one turn in the original length
+    assert np.allclose(f.inv_freq[~slow], theta[~slow], rtol=1e-12)
+    assert np.allclose(f.inv_freq[slow], theta[slow] / 32, rtol=1e-12)
+    # rounded outward, the two ends of the ramp are one pair apart: a step between pairs 19 and 20
+    assert scaling.yarn_correction_range(64, 4096, 50000.0, 1.0, 1.0) == (19, 20)
+
+
+def test_mrope_files_read_as_default_rope_with_three_axes():
+    qwen_vl = {"model_type": "qwen2_5_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6,
+               "max_position_embeddings": 128000, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
+    s = configs.read_config(qwen_vl)
+    assert (s.rope_type, s.mrope_section, s.mrope_layout, s.model_type) == (
+        "default", (16, 24, 24), "sectioned", "qwen2_5_vl_text")
+    f = configs.frequencies_at(s, 10)
+    assert np.array_equal(f.axes, mrope.pair_axes((16, 24, 24)))
+    positions, _ = mrope.multimodal_positions([2, (1, 4, 4), 1], spatial_merge_size=2)
+    x = np.random.default_rng(1).normal(size=(positions.shape[1], 128))
+    assert np.allclose(configs.rotate(x, positions, f), mrope.rotate(x, positions, f.inv_freq, f.axes))
+    text = mrope.text_positions(4, start=7)
+    assert np.allclose(configs.rotate(x[:4], text, f), configs.rotate(x[:4], np.arange(7, 11), f))
+    # Qwen3-VL's class interleaves whatever the flag says; a class the library lacks follows the flag
+    q3 = {"model_type": "qwen3_vl_text", "head_dim": 128, "rope_theta": 5e6,
+          "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20], "mrope_interleaved": False}}
+    assert configs.read_config(q3).mrope_layout == "interleaved"
+    other = {**q3, "model_type": "someone_vl", "rope_scaling": {**q3["rope_scaling"], "mrope_interleaved": True}}
+    assert configs.read_config(other).mrope_layout == "interleaved"
+    with pytest.raises(ValueError, match="needs an M-RoPE configuration"):
+        configs.rotate(x, positions, configs.frequencies_at({"head_dim": 128, "rope_theta": 1e4}, 10))
+
+
+def test_a_text_config_takes_its_class_defaults_and_says_so():
+    gemma3 = {"model_type": "gemma3", "text_config": {
+        "hidden_size": 2560, "model_type": "gemma3_text", "num_hidden_layers": 34, "sliding_window": 1024,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}}
+    full = configs.read_config(gemma3, "full_attention")
+    local = configs.read_config(gemma3, "sliding_attention")
+    assert (full.rope_type, full.base, full.parameters["factor"], full.head_dim) == ("linear", 1e6, 8.0, 256)
+    assert (local.rope_type, local.base, local.head_dim) == ("default", 1e4, 256)
+    assert any("head_dim = 256 (Gemma3TextConfig's default)" == note for note in full.filled_in)
+    table = configs.model_defaults()
+    assert table["text_model_types"]["gemma3"] == "gemma3_text" and table["transformers"]
+    with pytest.raises(ValueError, match="rope_theta is missing.*'nobody_text' is not one of"):
+        configs.read_config({"model_type": "nobody_text", "head_dim": 64})
+    with pytest.raises(ValueError, match="head_dim is missing.*names no model_type"):
+        configs.read_config({"rope_theta": 1e4})
+
+
+def test_gemma4_global_layers_use_global_head_dim():
+    gemma4 = {"model_type": "gemma4_text", "head_dim": 256, "global_head_dim": 512,
+              "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+              "rope_parameters": {"full_attention": {"rope_type": "proportional", "rope_theta": 1e6,
+                                                     "partial_rotary_factor": 0.25},
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    full = configs.frequencies_at(gemma4, 10, layer_type="full_attention")
+    assert full.head_dim == 512 and full.inv_freq.size == 256 and np.count_nonzero(full.inv_freq) == 64
+    assert full.inv_freq[1] == pytest.approx(10 ** (-12 / 512), rel=1e-12)
+    assert configs.frequencies_at(gemma4, 10, layer_type="sliding_attention").head_dim == 256
+    # the class's own global size when the file leaves it out
+    implicit = {k: v for k, v in gemma4.items() if k != "global_head_dim"}
+    assert configs.read_config(implicit, "full_attention").head_dim == 512
+
+
+def test_layer_plan_names_the_layers_without_rope():
+    hybrid = {"model_type": "qwen3_5_text", "head_dim": 256, "num_hidden_layers": 8,
+              "layer_types": ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3
+              + ["full_attention"],
+              "rope_parameters": {"rope_type": "default", "rope_theta": 1e7, "partial_rotary_factor": 0.25,
+                                  "mrope_section": [11, 11, 10], "mrope_interleaved": True}}
+    plan = configs.layer_plan(hybrid)
+    assert [layer.settings is None for layer in plan] == [True, True, True, False] * 2
+    assert plan[3].settings.rotary_dim == 64 and "linear_attention" in plan[0].why
+    nope = {"model_type": "smollm3", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 4,
+            "rope_theta": 5e6, "no_rope_layers": [1, 1, 1, 0]}
+    assert [layer.settings is None for layer in configs.layer_plan(nope)] == [False, False, False, True]
+    with pytest.raises(ValueError, match="no_rope_layers must have one entry per layer"):
+        configs.layer_plan({**nope, "no_rope_layers": [1, 0]})
+
+
+def test_layer_plan_of_a_class_that_rotates_only_in_its_sliding_layers():
+    # Cohere 2 (Command R7B): three sliding-window layers with RoPE, then a global layer without
+    cohere2 = {"model_type": "cohere2", "head_dim": 128, "num_hidden_layers": 8, "rope_theta": 5e4,
+               "layer_types": (["sliding_attention"] * 3 + ["full_attention"]) * 2}
+    plan = configs.layer_plan(cohere2)
+    assert [layer.settings is None for layer in plan] == [False, False, False, True] * 2
+    assert "sliding-window" in plan[3].why and plan[0].settings.base == 5e4
+
+
+def test_layer_plan_refuses_a_class_that_derives_its_layer_kinds():
+    # Qwen3-Next's class derives linear and full attention layers from full_attention_interval
+    qwen3_next = {"model_type": "qwen3_next", "head_dim": 256, "num_hidden_layers": 8,
+                  "rope_theta": 1e7, "partial_rotary_factor": 0.25, "full_attention_interval": 4}
+    assert configs.read_config(qwen3_next).rotary_dim == 64  # one layer type's settings are known
+    with pytest.raises(ValueError, match="layer_types must be given.*qwen3_next"):
+        configs.layer_plan(qwen3_next)
+
+
+def test_scales_outside_the_frequencies():
+    ministral = {"model_type": "ministral3", "head_dim": 128, "max_position_embeddings": 262144,
+                 "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 16.0,
+                                     "original_max_position_embeddings": 16384, "llama_4_scaling_beta": 0.1}}
+    scale = configs.query_scale(ministral, [0, 16383, 16384, 262143])
+    assert np.allclose(scale, [1, 1, 1 + 0.1 * math.log(2), 1 + 0.1 * math.log(16)], rtol=1e-15)
+    assert np.array_equal(configs.query_scale({**ministral, "model_type": "llama"}, [16384]), [1.0])
+    deepseek = {"model_type": "deepseek_v3", "qk_rope_head_dim": 64, "rope_theta": 1e4,
+                "max_position_embeddings": 163840,
+                "rope_scaling": {"type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                 "original_max_position_embeddings": 4096}}
+    assert configs.softmax_scale_factor(deepseek) == pytest.approx((0.1 * math.log(40) + 1) ** 2, rel=1e-15)
+    assert configs.softmax_scale_factor({**deepseek, "model_type": "llama"}) == 1.0
+    with pytest.warns(configs.UnmodelledEffectWarning, match="llama_4_scaling_beta"):
+        configs.read_config({**ministral, "model_type": "llama"})
+
+
+def test_old_spellings_of_the_rotated_size_and_a_length_free_linear():
+    minimax = {"model_type": "minimax_m2", "head_dim": 128, "rope_theta": 5e6, "rotary_dim": 64}
+    s = configs.read_config(minimax)
+    assert (s.rotary_dim, s.partial_rotary_factor) == (64, 0.5)
+    assert any(note.startswith("partial_rotary_factor = rotary_dim / head_dim") for note in s.filled_in)
+    linear = {"head_dim": 64, "rope_theta": 1e4, "rope_scaling": {"rope_type": "linear", "factor": 4.0}}
+    assert np.array_equal(configs.frequencies_at(linear, 9).inv_freq, rope.inv_freq(64, 1e4) / 4)

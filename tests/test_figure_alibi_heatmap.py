@@ -43,7 +43,7 @@ def test_widget_traits_and_bad_input():
         fig.alibi_heatmap_data(n_heads=0)
     with pytest.raises(Exception, match="head"):
         w.head = 12
-    assert w.fallback_html().startswith('<div class="companion-fallback">')
+    assert w.fallback_html().startswith('<div class="companion-fallback" data-fallback-for="alibi_heatmap">')
 
 
 @pytest.mark.site

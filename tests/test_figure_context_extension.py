@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from companion import rope, scaling
+from companion import rope, scaling, trained_range
 
 # the module (companion.figures.context_extension is also the name of its figure function)
 fig = importlib.import_module("companion.figures.scaling")
@@ -28,7 +28,7 @@ def test_data_match_companion(data):
     for method in METHODS:
         assert method in scaling.METHODS
         for s in (1, 2, 3, 8, 13, 32):
-            ext = scaling.extension(method, s=float(s), **BOOK)
+            ext = trained_range.extension(method, s=float(s), **BOOK)
             k = s - 1
             assert np.allclose(data["ratio"][method][k], ext.ratio, rtol=0, atol=1e-8), (method, s)
             assert data["out"][method][k] == ext.out_of_range.tolist(), (method, s)
@@ -40,7 +40,7 @@ def test_data_match_companion(data):
             # the ratio is s * theta' / theta
             assert np.allclose(np.array(data["ratio"][method][k]),
                                s * np.array(data["scaled_freq"][method][k]) / theta, rtol=1e-5)
-    assert data["n_slow"] == scaling.extension("none", **BOOK).n_slow == sum(t < 1 for t in data["turns"])
+    assert data["n_slow"] == trained_range.extension("none", **BOOK).n_slow == sum(t < 1 for t in data["turns"])
 
 
 def test_the_book_numbers_at_s8(data):
@@ -92,7 +92,7 @@ def test_widget_traits_and_bad_input():
     with pytest.raises(Exception, match="pair"):
         w.pair = 70
     w.method, w.s, w.pair = "yarn", 16, 50
-    assert w.fallback_html().startswith('<div class="companion-fallback">')
+    assert w.fallback_html().startswith('<div class="companion-fallback" data-fallback-for="context_extension">')
 
 
 @pytest.mark.site
@@ -125,7 +125,7 @@ def test_page_interaction(open_figure):
     assert count.get_attribute("data-s") == "2"
     for method in ("none", "ntk", "yarn", "pi"):
         choose(method)
-        expected = scaling.extension(method, s=2.0, **BOOK)
+        expected = trained_range.extension(method, s=2.0, **BOOK)
         assert np.allclose(drawn_ratios(), expected.ratio, rtol=0, atol=1e-6), method
         assert red.count() == expected.n_out
     assert "PI, s = 2 (8,192 tokens)" in live.inner_text()
@@ -142,7 +142,7 @@ def test_page_interaction(open_figure):
         assert red.count() == n_red, method
         assert count.get_attribute("data-n-out") == str(n_red)
         assert count.inner_text().startswith(f"{n_red} of 64 pairs beyond the trained range"), method
-        ext = scaling.extension(method, s=8.0, **BOOK)
+        ext = trained_range.extension(method, s=8.0, **BOOK)
         assert np.allclose(drawn_ratios(), ext.ratio, rtol=0, atol=1e-6), method
         if method == "ntk":
             assert 1.74 < float(count.get_attribute("data-worst")) < 1.76
@@ -156,7 +156,7 @@ def test_page_interaction(open_figure):
     assert readout.inner_text().startswith("pair 45:")
     assert "within the trained range" in readout.inner_text()
     root.locator("rect.cf-hit[data-pair='46']").hover()
-    ratio46 = scaling.extension("ntk", s=8.0, **BOOK).ratio[46]
+    ratio46 = trained_range.extension("ntk", s=8.0, **BOOK).ratio[46]
     text = readout.inner_text()
     assert text.startswith("pair 46:") and f"ratio {ratio46:.4g}×" in text
     assert "beyond the trained range" in text

@@ -70,7 +70,7 @@ def test_widget_traits_and_bad_input():
         w.k = 5
     with pytest.raises(Exception, match="m must be in"):
         w.m = -1
-    assert w.fallback_html().startswith('<div class="companion-fallback">')
+    assert w.fallback_html().startswith('<div class="companion-fallback" data-fallback-for="position_term">')
 
 
 @pytest.mark.site

@@ -77,7 +77,7 @@ def test_bad_input_and_description():
         w.m = 20
     with pytest.raises(Exception, match="k must"):
         w.k = [3.0, 0.0]
-    assert w.fallback_html().startswith('<div class="companion-fallback">')
+    assert w.fallback_html().startswith('<div class="companion-fallback" data-fallback-for="rope_rotation">')
 
 
 @pytest.mark.site

@@ -78,3 +78,51 @@ def test_shift_button_label_is_the_same_in_python_and_script():
     assert rope.SHIFT_LABEL == "Move both one later (+1)"
     assert f'text: "{rope.SHIFT_LABEL}"' in script
     assert rope.shifted(5, 2) == (6, 3)  # later, as the label says
+
+
+def _contrast(a, b) -> float:
+    import matplotlib.colors as mcolors
+
+    def luminance(colour):
+        r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in mcolors.to_rgb(colour))
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize("cmap", ["viridis", "PuOr_r", "Blues", "RdBu", "magma", "cividis"])
+def test_ink_on_any_cell_of_a_colour_map_reads_at_wcag_aa(cmap):
+    """The ink plotting.ink_on picks reads at 4.5:1 or more on every colour of maps the
+    chapters use and maps they do not (a heat map's annotations, Fig. 0.1)."""
+    import matplotlib
+
+    from companion import plotting
+
+    colours = matplotlib.colormaps[cmap](np.linspace(0, 1, 101))
+    worst = min(_contrast(plotting.ink_on(c), c) for c in colours)
+    assert worst >= 4.5, (cmap, worst)
+    with pytest.raises(ValueError):
+        plotting.ink_on("not a colour")
+
+
+def test_the_house_style_keeps_text_legible_on_a_phone():
+    """A plot COLUMN_WIDTH wide, drawn 342 px wide on a 390 px phone, shows its tick
+    labels and legend at 9 px or more even when a title or legend widens the drawing by
+    10 %."""
+    import matplotlib
+
+    from companion import plotting
+
+    plotting.use_book_style(svg=False)
+    scale = 342 / (1.1 * plotting.COLUMN_WIDTH * 72)  # CSS pixels per point
+    for key in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize", "font.size", "axes.labelsize"):
+        assert matplotlib.rcParams[key] * scale >= 9, key
+
+
+def test_the_fallback_names_its_figure():
+    """The printed fallback carries the figure's name, with which the book labels it."""
+    for make in FIGURES:
+        widget = make()
+        assert f'data-fallback-for="{widget.figure_name()}"' in widget.fallback_html()
+        assert widget.figure_name() == make.__name__

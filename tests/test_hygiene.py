@@ -108,3 +108,32 @@ def test_config_builds_offline_with_warnings_as_errors():
     assert "make book" in readme and "make test" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     assert "-W -n --keep-going" in (ROOT / "Makefile").read_text()
+
+
+def test_every_folded_cell_says_what_it_holds():
+    """Every code cell folded on the site (``hide-input``) starts with the line that labels
+    its fold: ``# Check: ...``, ``# Plot: ...`` or ``# Setup: ...`` (book/_ext/folded_cells.py)."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from folded_cells import fold_label
+
+    unlabelled = []
+    for path in sorted((ROOT / "lessons").glob("*.ipynb")) + sorted((ROOT / "book").glob("*.ipynb")):
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            if cell.cell_type == "code" and "hide-input" in cell.metadata.get("tags", []) \
+                    and fold_label(cell.source) is None:
+                first = cell.source.lstrip("\n").split("\n", 1)[0]
+                unlabelled.append(f"{path.relative_to(ROOT)} cell {index} ({cell.id}): {first[:60]!r}")
+    assert unlabelled == [], f"{len(unlabelled)} folded cells without a label line:\n" + "\n".join(unlabelled)
+
+
+def test_a_fold_label_is_the_first_line_in_one_of_three_forms():
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from folded_cells import fold_label
+
+    assert fold_label("# Check: the wavelengths quoted in section 1.2\nassert x") == \
+        "Check: the wavelengths quoted in section 1.2"
+    assert fold_label("\n# Plot: figure 3.1\nplt.plot()") == "Plot: figure 3.1"
+    assert fold_label("# Setup: the matrices") == "Setup: the matrices"
+    for unlabelled in ("# checks of the numbers\nassert x", "assert x  # Check: y", "x = 1\n# Check: y",
+                       "# Check:\nassert x", "# Note: a remark"):
+        assert fold_label(unlabelled) is None, unlabelled

@@ -8,6 +8,15 @@ and no undefined reference or citation; every figure file LaTeX includes exists,
 chapter with an interactive figure prints its static fallback image; no character is
 missing from the fonts (Greek, stars, accents); math is typeset, not printed as source;
 the bibliography is there. The page count, size and build time are reported.
+
+And the PDF is a printed book (book/_ext/print_book.py): captions and front matter say
+nothing about dragging or clicking, nothing runs past the margin (no overfull box over
+10 pt), no line of code or output wrapped with a continuation mark and chapter 10's
+configurations set as a table, every box has a title and proofs are text, no box header
+alone at the foot of a page, a real title page and no release in the running heads,
+solutions at the end of each chapter with a pointer under each exercise, the results
+listed by number and title, no stray near-empty page, and a sample of pages turned into
+images keeps its ink inside the margins.
 """
 from __future__ import annotations
 
@@ -131,3 +140,166 @@ def test_fonts_have_every_character_and_math_is_typeset(built_pdf):
             assert symbol in text, f"{symbol} is in a chapter but not in the PDF"
     source = re.findall(r".{60}\\(?:frac|mathsf|operatorname|theta)\b.{20}", text)
     assert not source, f"math printed as LaTeX source: {source[:3]}"
+
+
+# --- the PDF as a printed book ------------------------------------------------------------
+
+def page_texts(pdf: Path) -> list[str]:
+    """The text of every page, in order (pdftotext's form feeds separate the pages)."""
+    text = subprocess.run(["pdftotext", "-layout", "-enc", "UTF-8", str(pdf), "-"],
+                          capture_output=True, text=True, check=True).stdout
+    return text.split("\f")
+
+
+def latex_captions(tex: str) -> list[str]:
+    """The text of every ``\\caption{...}`` in the LaTeX source (the captions as printed)."""
+    captions = []
+    for match in re.finditer(r"\\caption\{", tex):
+        depth, end = 1, match.end()
+        while depth and end < len(tex):
+            depth += {"{": 1, "}": -1}.get(tex[end], 0)
+            end += 1
+        captions.append(tex[match.end():end - 1])
+    return captions
+
+
+def test_print_says_nothing_about_dragging_or_clicking(built_pdf):
+    """Captions and front matter are written for paper: no dragging, clicking or dropdowns."""
+    screen = re.compile(r"\b(drag\w*|click\w*|tap|hover\w*|dropdowns?)\b", re.IGNORECASE)
+    captions = latex_captions(built_pdf["tex"])
+    assert len(captions) > 30, len(captions)
+    said = [caption[:100] for caption in captions if screen.search(caption)]
+    assert said == [], said
+    front = normal(built_pdf["text"]).split("Chapter 0.", 1)[0]
+    said = [m.group(0) for m in screen.finditer(front.replace(":class: dropdown", ""))]
+    assert said == [], f"the front matter speaks of the screen: {said}"
+
+
+def test_no_line_runs_past_the_margin(built_pdf):
+    """No overfull box wider than 10 pt in XeLaTeX's log (a table or a line past the margin)."""
+    overfull = [float(width) for width in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", built_pdf["log"])]
+    assert [width for width in overfull if width > 10] == [], sorted(overfull)[-5:]
+
+
+def test_every_box_has_a_title_and_proofs_are_text(built_pdf):
+    """Every definition, theorem, exercise or solution box has a title; a proof is printed
+    as text ("Proof." and the argument), not as a box with an empty title bar."""
+    tex = built_pdf["tex"]
+    opened = len(re.findall(r"\\begin\{sphinxadmonition\}\{note\}", tex))
+    untitled = re.findall(r"\\begin\{sphinxadmonition\}\{note\}(?!\{[^}\s])", tex)
+    assert opened > 100 and untitled == [], f"{len(untitled)} of {opened} boxes have no title"
+    assert tex.count(r"\sphinxstyleemphasis{Proof.}") > 40
+
+
+def test_a_real_title_page_and_no_release_in_running_heads(built_pdf):
+    pages = page_texts(built_pdf["folder"] / PDF_NAME)
+    assert "Positions in Transformers" in pages[0] and "Release" not in pages[0]
+    assert not any("Release 0." in page for page in pages), "a running head or page names the release"
+
+
+def test_solutions_at_the_end_of_each_chapter(built_pdf):
+    """Each chapter prints its solutions after its last section; each exercise says where."""
+    text = normal(built_pdf["text"])
+    chapters = re.split(r"\nChapter \d+\. ", built_pdf["text"])
+    pointers = len(re.findall(r"Solution on page \d+", text))
+    solutions = len(re.findall(r"Solution to Exercise \d+\.\d+", text))
+    assert pointers >= 60 and pointers == solutions, (pointers, solutions)
+    for lesson in LESSONS:
+        number = int(lesson.name[:2])
+        part = text.split(f"Chapter {number}. ", 1)[-1].split(f"Chapter {number + 1}. ", 1)[0]
+        first_solution = part.find("Solution to Exercise")
+        if first_solution >= 0:
+            assert part.rfind(f"Exercise {number}.", 0, first_solution) >= 0
+            assert "Solutions" in part[:first_solution], lesson.name
+    assert chapters
+
+
+def test_results_are_listed_by_number_and_title(built_pdf):
+    """The list of definitions and results names each by its number and title, not its label."""
+    text = normal(built_pdf["text"]).replace("\u00ad", "")
+    listed = text.split("Definitions and results", 1)[-1]
+    assert "Corollary 1.1 (The dot product cannot tell before from after)" in listed
+    assert "cor-01-even" not in text and "Proof Index" not in text and "PROOF INDEX" not in text
+
+
+def test_no_stray_near_empty_pages(built_pdf):
+    """No page holds only a figure and its caption, or a few lines of a page that has
+    nothing else to say (a chapter opening page and an empty left-hand page are fine)."""
+    pdf = built_pdf["folder"] / PDF_NAME
+    stray = []
+    for number, page in enumerate(page_texts(pdf)[2:-1], start=3):
+        lines = [line.strip() for line in page.splitlines() if line.strip()]
+        body = lines[1:-1] if len(lines) > 2 else []  # without the running head and the folio
+        if not body or any(line.startswith(("Chapter ", "CHAPTER", "Part ")) for line in lines):
+            continue
+        if lines[-1].split()[-1:] == ["Index"]:
+            continue  # the index's last page holds what is left of the alphabet
+        if len(lines) == 1 or sum(bool(re.search(r"\d+$", line)) for line in lines) > len(lines) / 2:
+            continue  # a part's title page, or the table of contents
+        if len(" ".join(body)) < 250 or (body[0].startswith("Figure ") and len(" ".join(body)) < 500):
+            stray.append(f"page {number}: {' / '.join(body)[:100]}")
+    assert stray == [], stray
+
+
+def test_sample_pages_render(built_pdf, tmp_path):
+    """A sample of pages, turned into images: each has ink, and none is ink to the edge."""
+    from PIL import Image
+
+    pdf = built_pdf["folder"] / PDF_NAME
+    sample = sorted({1, 2, *range(10, built_pdf["pages"], max(1, built_pdf["pages"] // 12))})
+    for number in sample:
+        subprocess.run(["pdftoppm", "-r", "30", "-gray", "-f", str(number), "-l", str(number), "-png", str(pdf),
+                        str(tmp_path / f"p{number}")], check=True)
+    for image_path in sorted(tmp_path.glob("p*.png")):
+        image = Image.open(image_path).convert("L")
+        width, height = image.size
+        inked = image.point(lambda v: 255 if v < 200 else 0).getbbox()
+        if inked is None:
+            continue  # an empty left-hand page before a chapter
+        left, top, right, bottom = inked
+        # nothing in the outer margins: ink stays 3 % of the page from the paper's edge
+        assert left > 0.03 * width and right < 0.97 * width, (image_path.name, inked, image.size)
+
+
+def test_figures_are_numbered_within_chapters_as_on_the_site(built_pdf):
+    """Chapter 0's figures are "Figure 0.1" and "Figure 0.2" too, and every chapter's
+    captions count 1, 2, ... (plots and interactive figures in one sequence)."""
+    text = normal(built_pdf["text"])
+    numbers = re.findall(r"Figure (\d+)\.(\d+): ", text)
+    assert ("0", "1") in numbers and ("0", "2") in numbers, numbers[:5]
+    assert not re.search(r"Figure \d+: ", text), "a caption numbered without its chapter"
+    by_chapter: dict[str, set[int]] = {}
+    for chapter, k in numbers:  # captions, and the text's "In Figure 1.4: ..."
+        by_chapter.setdefault(chapter, set()).add(int(k))
+    for chapter, ks in by_chapter.items():
+        assert sorted(ks) == list(range(1, len(ks) + 1)), (chapter, sorted(ks))
+
+
+def test_wide_outputs_are_tables_not_wrapped_lines(built_pdf):
+    """No line of code or output is too wide for the page, so none is broken with a
+    continuation mark (↪); chapter 10's published configurations print as a table."""
+    wrapped = [line.strip()[:90] for line in built_pdf["text"].splitlines() if "\u21aa" in line]
+    assert wrapped == [], f"{len(wrapped)} lines wrapped in the PDF: {wrapped[:5]}"
+    tex = built_pdf["tex"]
+    chapter = tex.split(r"\label{\detokenize{lessons/10_what_your_model_runs::doc}}", 1)[1].split(r"\chapter{", 1)[0]
+    tables = [body for _, body in re.findall(r"\\begin\{(tabulary|longtable|tabular)\}(.*?)\\end\{\1\}", chapter, re.S)]
+    published = [body for body in tables if "Llama 2 7B" in body and r"gpt\sphinxhyphen{}oss\sphinxhyphen{}20b" in body]
+    assert len(published) == 1, f"chapter 10's configurations are not one table ({len(tables)} tables in the chapter)"
+    assert published[0].count(r"\\") >= 14, "a row per configuration, and the header"
+
+
+#: The first line of a box as printed: its kind and number ("Theorem 3.1 (...)").
+BOX_TITLE = re.compile(r"^(Definition|Theorem|Lemma|Corollary|Proposition|Exercise|Solution to Exercise|Example|Remark)"
+                       r"\s+\d+\.\d+\b")
+
+
+def test_no_box_header_is_stranded_at_the_foot_of_a_page(built_pdf):
+    """A box's header never ends a page with its content on the next (print_book.py keeps
+    it with its first lines); the list of results, whose lines are titles, is not a box."""
+    stranded = []
+    for number, page in enumerate(page_texts(built_pdf["folder"] / PDF_NAME), start=1):
+        lines = [line.strip() for line in page.splitlines() if line.strip()]
+        body = lines[1:-1] if len(lines) > 2 else []  # without the running head and the folio
+        if body and BOX_TITLE.match(body[-1]) and ". . ." not in body[-1]:
+            stranded.append(f"page {number}: {body[-1][:80]}")
+    assert stranded == [], stranded

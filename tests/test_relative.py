@@ -292,7 +292,7 @@ def test_bad_sizes_and_clip_are_rejected():
     with pytest.raises(ValueError, match="n_queries"):
         relative.relative_positions(0)
     for k in (-1, 1.5, True):
-        with pytest.raises(ValueError, match="k \\(the clipping distance\\)"):
+        with pytest.raises(ValueError, match="k must be an integer >= 0 \\(the clipping distance\\)"):
             relative.clipped_distances(3, 3, k)
     with pytest.raises(ValueError, match="max_distance"):
         relative.ShawRelativeAttention(4, -1)
@@ -311,7 +311,7 @@ def test_shaw_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match="mask"):
         relative.shaw_attention(q, k, v, w_k, w_v, mask=np.ones((4, 6)))
     layer = relative.ShawRelativeAttention(3, 2, d_v=2)
-    with pytest.raises(ValueError, match="q and k"):
+    with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., n, d\) with d = 3"):
         layer(torch.zeros(4, 2), torch.zeros(6, 3), torch.zeros(6, 2))
 
 
@@ -323,7 +323,7 @@ def test_transformer_xl_rejects_mismatched_shapes():
         relative.transformer_xl_terms(e_q, e_k, w_q, w_ke[:5], w_kr, u, v)
     with pytest.raises(ValueError, match="w_kr must have an even"):
         relative.transformer_xl_terms(e_q, e_k, w_q, w_ke, w_kr[:5], u, v)
-    with pytest.raises(ValueError, match="u must"):
+    with pytest.raises(ValueError, match="u and v must have the same d_head"):
         relative.transformer_xl_terms(e_q, e_k, w_q, w_ke, w_kr, u[:3], v)
     with pytest.raises(ValueError, match="n_keys must be >= n_queries"):
         relative.transformer_xl_terms(e_k, e_q, w_q, w_ke, w_kr, u, v)

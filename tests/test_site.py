@@ -8,9 +8,13 @@ budget. Screenshots of every page at both widths go to ``_build/screenshots/``.
 """
 from __future__ import annotations
 
+import html
+import io
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,7 +23,7 @@ import pytest
 import browser as reader
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from conftest import ROOT, build_book, open_offline
+from conftest import ROOT, build_book, open_offline, serve
 
 pytestmark = pytest.mark.site
 
@@ -84,7 +88,8 @@ def close_drawer(page, which: str) -> None:
 
 def check_desktop(browser, site_server, site: Path, page_path: str) -> None:
     """At 1366 px, offline: typeset math and nothing raw, no empty header band above the page,
-    one search box, no sideways scrolling, nothing goes wrong; scrolled to the end, within its
+    one search box, no sideways scrolling, no code cell that scrolls sideways, nothing goes
+    wrong; the interactive figures legible in both themes; scrolled to the end, within its
     weight budget (bytes as served: pages with a figure 2 MB, other pages 1 MB)."""
     served: dict[str, int] = {}
     page, problems = reader.open_offline(browser, site_server, page_path, served=served)
@@ -99,7 +104,12 @@ def check_desktop(browser, site_server, site: Path, page_path: str) -> None:
         assert header.count() == 0 or (header.first.bounding_box() or {"height": 0})["height"] < 8, page_path
         assert page.locator(".search-button-field:visible").count() <= 1, page_path
         assert reader.horizontal_overflow(page) <= 0, page_path
+        # a line of code of up to 88 characters fits its box; longer ones break the rule
+        wide = reader.scrolling_code(page)
+        assert wide == [], f"{page_path}: {len(wide)} code cells scroll sideways at 1366 px: {wide[:4]}"
         reader.settle_at_the_end(page)
+        if reader.has_widgets(site, page_path):
+            check_figures(page, page_path, "desktop")
         assert problems == CLEAN, f"{page_path}: {problems}"
         weight = reader.Weight(page_path, reader.has_widgets(site, page_path), served)
         assert weight.total <= weight.budget, (
@@ -109,11 +119,46 @@ def check_desktop(browser, site_server, site: Path, page_path: str) -> None:
         page.context.close()
 
 
-def check_phone(browser, site_server, page_path: str) -> None:
-    """At 390 px: both drawers open and close, nothing scrolls sideways, nothing goes wrong."""
+def check_figures(page, page_path: str, width: str) -> None:
+    """The page's interactive figures in the light theme and, switched with the page's own
+    switch (no reload), in the dark one: every text at 4.5:1 or more against what it is
+    drawn on, and at least 9 px high; a screenshot of the dark page for a reviewer."""
+    bad = []
+    for mode in ("light", "dark"):
+        reader.set_theme(page, mode)
+        for item in reader.figure_text(page):
+            if item["contrast"] < reader.TEXT_CONTRAST or item["size"] < reader.MIN_TEXT_PX:
+                bad.append(f"{mode}: {item['figure']} {item['text']!r} contrast {item['contrast']:.2f}, "
+                           f"{item['size']:.1f} px")
+    page.locator(".companion-figure").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / reader.screenshot_name(page_path, f"{width}-dark")))
+    reader.set_theme(page, "light")
+    assert bad == [], f"{page_path} at {width} width: {len(bad)} figure texts hard to read: {bad[:6]}"
+
+
+def check_plots(page, site: Path, page_path: str) -> None:
+    """Each static plot's tick labels and legend at least 9 px high as the phone draws it."""
+    small = []
+    for plot in reader.plot_images(page):
+        sizes = reader.plot_text_sizes((site / plot["src"].lstrip("/")).read_text(encoding="utf-8"))
+        scale = plot["width"] / sizes["width"]
+        for kind in ("tick labels", "legend"):
+            if kind in sizes and sizes[kind] * scale < reader.MIN_TEXT_PX:
+                small.append(f"{plot['src'].rsplit('/', 1)[-1][:12]}: {kind} {sizes[kind] * scale:.1f} px")
+    assert small == [], f"{page_path} on a phone: {small}"
+
+
+def check_phone(browser, site_server, site: Path, page_path: str) -> None:
+    """At 390 px: both drawers open and close, nothing scrolls sideways, plots and figures
+    legible, nothing goes wrong."""
     page, problems = reader.open_offline(browser, site_server, page_path, viewport=reader.PHONE)
     try:
         page.screenshot(path=str(SCREENSHOTS / reader.screenshot_name(page_path, "phone")))
+        reader.settle_at_the_end(page)
+        check_plots(page, site, page_path)
+        if reader.has_widgets(site, page_path):
+            check_figures(page, page_path, "phone")
+        page.evaluate("window.scrollTo({top: 0, behavior: 'instant'})")
         # the drawers' slide-in is a transition: without it they are at rest at once
         page.add_style_tag(content="* { transition: none !important; }")
         overflow = reader.horizontal_overflow(page)
@@ -143,7 +188,7 @@ def test_every_page_on_a_laptop_and_a_phone(browser, site_server, built_site, gr
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for page_path in pages_of_group(built_site, group):
         check_desktop(browser, site_server, built_site, page_path)
-        check_phone(browser, site_server, page_path)
+        check_phone(browser, site_server, built_site, page_path)
 
 
 def test_phone_navigation_follows_a_link(browser, site_server):
@@ -187,6 +232,7 @@ def test_launch_menu_entries(browser, site_server):
         assert expected == {}, f"missing from the launch menu: {sorted(expected)}"
         assert "Live Code" not in page.content() and page.locator("script[src*=thebe]").count() == 0
         # the download menu: the notebook is served by the site; "print" stays on the page
+        # and says that it prints the page
         page.keyboard.press("Escape")
         page.locator(".dropdown-download-buttons > button").click()
         for entry in page.locator(".dropdown-download-buttons .dropdown-item").all():
@@ -194,6 +240,7 @@ def test_launch_menu_entries(browser, site_server):
             if href:
                 assert page.request.get(page.url.rsplit("/", 1)[0] + "/" + href).ok, href
             else:
+                assert entry.inner_text().strip() == "Print this page"
                 page.evaluate("window.print = () => { window.__printed = true; }")
                 entry.click()
                 assert page.evaluate("window.__printed") is True
@@ -230,6 +277,11 @@ def test_dark_mode_and_search(browser, site_server):
         assert any("book/glossary" in href for href in before), links[:8]
         summaries = " ".join(page.locator("#search-results p.context").all_inner_texts())
         assert "\\(" not in summaries and "\\[" not in summaries
+        # the chapter that explains a method comes first for its name
+        page.goto(site_server + "search.html?q=rotary+embedding", wait_until="networkidle")
+        page.wait_for_function("document.querySelector('#search-results .search-summary') !== null")
+        first = page.locator("#search-results li > a").first.get_attribute("href")
+        assert "lessons/03_rope" in first, first
         assert problems == CLEAN, problems
     finally:
         page.context.close()
@@ -271,6 +323,13 @@ def test_lesson_0_math_and_figure(browser, site_server):
         page.evaluate("document.fonts.ready")
         assert page.evaluate("[...document.fonts].some(f => f.family.includes('STIX2') && f.status === 'loaded')")
         assert formulas.first.evaluate("m => getComputedStyle(m).fontFamily").startswith("STIX2")
+        # every square root of the page (the attention formula of Definition 0.1 first)
+        # draws its radical sign: the root is wider than what is under it
+        radicals = page.evaluate("""() => [...document.querySelectorAll('.math msqrt')].map((root) => {
+            const inner = [...root.children].reduce((w, c) => w + c.getBoundingClientRect().width, 0);
+            return (root.getBoundingClientRect().width - inner) / parseFloat(getComputedStyle(root).fontSize);
+        })""")
+        assert len(radicals) >= 3 and min(radicals) > 0.4, radicals
         figure = page.locator("[data-figure='permutation_explorer']")
         figure.wait_for(timeout=15000)
         # starts at the order C A B, no mask: every row is the same as for A B C
@@ -375,10 +434,14 @@ def test_every_module_has_an_api_page(built_site):
         assert f'id="module-{module}"' in text, module
         assert "Should be overridden by all subclasses" not in text, module
         assert f'href="api/{module}.html' in overview, f"{module} missing from the overview"
+    overview_text = re.sub(r"<[^>]+>", "", overview)
+    assert ":py:" not in overview_text and "{py:" not in overview_text, "markup shown as text in the overview"
 
 
 def test_markup_shown_as_text_fails_the_build(tmp_path):
-    """A stray fence, TeX outside math and a doubled word each fail the build, with a message."""
+    """A stray fence, TeX outside math, a doubled word, a fence that closes its directive
+    early, a role left as text, a caption away from its figure and a paragraph run into
+    a table each fail the build, with a message."""
     shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
     (tmp_path / "book").mkdir()
     shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext")
@@ -390,7 +453,21 @@ def test_markup_shown_as_text_fails_the_build(tmp_path):
         "```\n```{admonition} What you will learn\n:class: tip\nSomething.\n```\n\n"
         "1. $a = \\operatorname{Re}[h]$ holds, and so\n- \\operatorname{Re}[g] = 0$ does.\n\n"
         "As the Theorem Theorem says.\n\n"
-        "Shown on purpose:\n\n````markdown\n```{note}\nA note.\n```\n````\n"
+        "Shown on purpose:\n\n````markdown\n```{note}\nA note.\n```\n````\n\n"
+        # a fence nested in a longer one is fine
+        "````{note}\nStart from\n\n```python\nx = 1\n```\n\nand write the rest.\n````\n\n"
+        # an API table in reStructuredText markup, parsed as Markdown
+        "| Module | Summary |\n|---|---|\n| :py:obj:`companion.rope <companion.rope>` | RoPE. |\n\n"
+        # a figure's caption far from any figure
+        "*Figure 2. RoPE on one pair of components.*\n\n"
+        # a numbered reference in a heading: the contents would show the label
+        "(a-figure)=\n## A figure\n\n```{figure} data:,\n:name: fig-x\n\nA caption.\n```\n\n"
+        "## Try it: {numref}`fig-x`\n\nText.\n\n"
+        # text on the line after a table's last row: Markdown makes it a row of the table
+        "| Method | Base | Reach |\n|---|---|---|\n| PI | $10^4$ | 32k |\nThe table shows three methods.\n\n"
+        # a code fence nested in a directive with as many backticks closes it early; the
+        # closing fence then opens an empty block (last, as at the end of a notebook cell)
+        "```{note}\nStart from\n\n```python\nx = 1\n```\n\nand write the rest.\n```\n"
     )
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n  - file: broken\n")
     result = build_book(tmp_path)
@@ -400,8 +477,14 @@ def test_markup_shown_as_text_fails_the_build(tmp_path):
     assert any("broken.md" in w and "MyST markup shown as a code block" in w for w in warnings), warnings
     assert any("broken.md" in w and "TeX command shown as text" in w for w in warnings), warnings
     assert any("broken.md" in w and "doubled word: 'Theorem Theorem'" in w for w in warnings), warnings
+    assert any("broken.md" in w and "an empty code block" in w for w in warnings), warnings
+    assert any("broken.md" in w and "a role shown as text" in w for w in warnings), warnings
+    assert any("broken.md" in w and "a figure caption away from its figure" in w for w in warnings), warnings
+    assert any("broken.md" in w and "a numbered reference in a heading" in w for w in warnings), warnings
+    assert any("broken.md" in w and "a paragraph swallowed by the table above it" in w for w in warnings), warnings
     assert not any("index.md" in w for w in warnings), warnings
-    assert len(warnings) == 3, warnings  # the markup shown on purpose is not flagged
+    # the markup shown on purpose and the properly nested fence are not flagged
+    assert len(warnings) == 8, warnings
 
 
 def test_a_notebook_that_raises_fails_the_build(tmp_path):
@@ -438,3 +521,193 @@ def test_lesson_pages_keep_solutions_and_hide_assignment_markup(built_site):
         for markup in ("BEGIN SOLUTION", "END SOLUTION", "# SOLUTION", "BEGIN QUESTION",
                        "BEGIN TESTS", "# HIDDEN", "all_or_nothing", "def test_"):
             assert markup not in html, f"{page.name}: {markup}"
+
+
+#: Formulas whose drawing holds glyphs that are in no element's text (the radical of
+#: <msqrt> and <mroot>) or that the browser picks from the font's MATH table (a stretched
+#: fence, a larger size, a stretched accent), with the plain constructs beside them.
+IMPLICIT_GLYPHS = [r"\sqrt{d_k}", r"\sqrt[3]{y}", r"\sqrt{\frac{QK^{\mathsf T}}{d}}", r"\left(\frac{a}{b}\right)",
+                   r"\Bigl\|x\Bigr\|", r"\hat q", r"\widehat{ab}", r"\vec v", r"\tilde\theta_i", r"a - b",
+                   r"\operatorname{softmax}\left(\frac{S}{\sqrt{d}}\right)"]
+
+
+def test_the_math_font_keeps_what_mathml_draws_without_text(browser, tmp_path):
+    """The site's font subset draws each construct exactly as the whole font does.
+
+    The formulas are typeset as the build does (Temml), the font is cut to them as the build
+    cuts it (offline_assets.subset_math_font), and Chromium draws every formula twice, in the
+    cut and in the whole STIX Two Math: the pixels must be the same, and a radical must have
+    ink. A glyph left out of the cut is drawn by a fallback font or not at all (a square
+    root with no radical sign) and fails."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from offline_assets import ASSETS, MATH_FONT_SOURCE, subset_math_font
+    from PIL import Image, ImageChops
+
+    request = {"macros": {}, "pages": [{"formulas": [{"tex": tex, "display": True} for tex in IMPLICIT_GLYPHS]}]}
+    typeset = subprocess.run(["node", str(ASSETS / "typeset.cjs")], input=json.dumps(request), capture_output=True,
+                             text=True, check=True, env=dict(os.environ, NODE_PATH=str(ROOT / "node_modules")))
+    (page_of_math,) = json.loads(typeset.stdout)
+    assert page_of_math["errors"] == []
+    whole = ROOT / "node_modules" / MATH_FONT_SOURCE
+    subset_math_font(whole, ["".join(page_of_math["html"])], tmp_path / "cut.woff")
+    shutil.copy(whole, tmp_path / "whole.woff")
+    boxes = "".join(f'<div class="cut" style="top:{150 * i}px">{mathml}</div>'
+                    f'<div class="whole" style="top:{150 * i}px">{mathml}</div>'
+                    for i, mathml in enumerate(page_of_math["html"]))
+    (tmp_path / "index.html").write_text(
+        "<!doctype html><meta charset='utf-8'><style>"
+        "@font-face { font-family: Cut; src: url(cut.woff) format('woff'); }"
+        "@font-face { font-family: Whole; src: url(whole.woff) format('woff'); }"
+        "body { background: #fff; color: #000; font-size: 40px; margin: 0; }"
+        "div { position: absolute; width: 400px; height: 140px; }"
+        ".cut { left: 0; } .cut math { font-family: Cut; }"
+        ".whole { left: 450px; } .whole math { font-family: Whole; }"
+        f"</style>{boxes}", encoding="utf-8")
+    base, stop = serve(tmp_path)
+    page = browser.new_page(viewport={"width": 900, "height": 150 * len(IMPLICIT_GLYPHS)})
+    try:
+        page.goto(base + "index.html", wait_until="load")
+        page.wait_for_function("document.fonts.status === 'loaded' && document.fonts.size === 2"
+                               " && [...document.fonts].every((f) => f.status === 'loaded')")
+
+        def ink(locator):
+            image = Image.open(io.BytesIO(locator.screenshot())).convert("L")
+            return image.crop(ImageChops.invert(image).getbbox())
+
+        different = []
+        for i, tex in enumerate(IMPLICIT_GLYPHS):
+            cut, whole_font = ink(page.locator(".cut").nth(i)), ink(page.locator(".whole").nth(i))
+            if cut.size != whole_font.size or ImageChops.difference(cut, whole_font).getbbox() is not None:
+                different.append(f"{tex}: {cut.size} in the cut, {whole_font.size} in the whole font")
+        assert different == [], different
+        # the radical sign has ink: the root is wider than what is under it
+        for root in page.locator(".cut msqrt, .cut mroot").all():
+            radical = root.evaluate("r => r.getBoundingClientRect().width - r.firstElementChild.getBoundingClientRect().width")
+            assert radical > 10, radical
+    finally:
+        page.close()
+        stop()
+
+
+def test_the_site_math_font_has_every_character_of_the_site(built_site):
+    """Every character of every page's MathML, and every one the browser draws without
+    text, has a glyph in the font the site serves."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from fontTools.ttLib import TTFont
+    from offline_assets import DRAWN_WITHOUT_TEXT, MATH_FONT, MATH_ITALIC, MATHML
+
+    from offline_assets import MATH_FONT_SOURCE
+
+    font = TTFont(built_site / MATH_FONT)
+    covered = set(font.getBestCmap())
+    whole = set(TTFont(ROOT / "node_modules" / MATH_FONT_SOURCE).getBestCmap())
+    missing = {}
+    for page_path in html_pages(built_site):
+        for formula in MATHML.findall((built_site / page_path).read_text(encoding="utf-8")):
+            text = html.unescape(re.sub(r"<[^>]+>", "", formula))
+            for character in {c for c in text if not c.isspace() and ord(c) not in covered}:
+                missing.setdefault(character, page_path)
+    # (MATH_ITALIC spans the alphabets with their holes: italic h is U+210E, not U+1D455)
+    missing.update({chr(c): "(drawn without text)" for c in (DRAWN_WITHOUT_TEXT | MATH_ITALIC) & whole - covered})
+    assert missing == {}, missing
+
+
+def test_figures_are_numbered_within_chapters_as_in_the_reader_edition(built_site):
+    """Plots and interactive figures share one sequence per chapter, Figure 3.1, 3.2, ...,
+    on the site as in the reader's edition; every interactive figure has its caption."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import nbformat
+
+    for page in sorted((built_site / "lessons").glob("[0-9][0-9]_*.html")):
+        chapter = int(page.name[:2])
+        html_text = page.read_text(encoding="utf-8")
+        numbers = re.findall(r'<span class="caption-number">Figure (\d+)\.(\d+)', html_text)
+        assert all(int(c) == chapter for c, _ in numbers), (page.name, numbers)
+        assert [int(k) for _, k in numbers] == list(range(1, len(numbers) + 1)), (page.name, numbers)
+        live = re.findall(r'<figure class="[^"]*\blive-figure\b[^"]*" id="(fig-\d\d-[a-z-]+)"', html_text)
+        assert len(live) == html_text.count('class="companion-fallback"'), f"{page.name}: a live figure without caption"
+        edition = nbformat.read(ROOT / "notebooks" / page.with_suffix(".ipynb").name, as_version=4)
+        written = [int(k) for cell in edition.cells if cell.cell_type == "markdown"
+                   for c, k in re.findall(r"^\*Figure (\d+)\.(\d+)", cell.source)]
+        assert written == [int(k) for _, k in numbers], (page.name, written, numbers)
+
+
+def test_folded_cells_are_labelled_on_the_site(built_site):
+    """Every fold of every chapter shows the label its cell's first line gives it
+    (book/_ext/folded_cells.py): "Check: ...", "Plot: ..." or "Setup: ...", never a bare
+    "Show code cell source"."""
+    for page in sorted((built_site / "lessons").glob("[0-9][0-9]_*.html")):
+        labels = re.findall(r'<p class="collapsed admonition-title">([^<]*)</p>', page.read_text(encoding="utf-8"))
+        folds = [label for label in labels if label not in ("", "Show code cell output")]
+        assert all(label.startswith(("Check: ", "Plot: ", "Setup: ")) for label in folds), (page.name, folds)
+    page = (built_site / "lessons" / "10_what_your_model_runs.html").read_text(encoding="utf-8")
+    assert len(re.findall(r'<p class="collapsed admonition-title">Check: ', page)) >= 10
+
+
+def test_the_preface_maps_every_chapter_and_module():
+    """The preface's chapter map has a row for every chapter, and its table of the package
+    a row for every public module of companion: a chapter or a module added later fails
+    here until the preface names it."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from api_pages import public_modules
+
+    intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    chapter_map = intro.split("## Chapter map", 1)[1].split("\n## ", 1)[0]
+    lessons = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
+    rows = re.findall(r"^\| \{doc\}`\.\./lessons/(\w+)` \|", chapter_map, re.MULTILINE)
+    assert rows == [lesson.stem for lesson in lessons], rows
+    package = intro.split("## The `companion` package", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(companion\.\w+)`", package))
+    modules = {".".join(module.split(".")[:2]) for module in public_modules()}
+    assert modules - named == set(), f"modules missing from the preface's table: {sorted(modules - named)}"
+    assert named - modules == set(), f"the preface names modules that do not exist: {sorted(named - modules)}"
+
+
+def test_prose_is_set_in_a_readable_column(browser, site_server):
+    """At laptop width a paragraph's lines hold about 75 characters (60 to 85), while code
+    cells and figures keep the whole column."""
+    page, problems = open_offline(browser, site_server, "lessons/03_rope.html")
+    try:
+        per_line = page.evaluate("""() => {
+          const counts = [];
+          for (const p of document.querySelectorAll('.bd-article section > p')) {
+            const text = p.textContent.replace(/\\s+/g, ' ').trim();
+            const lines = Math.round(p.getBoundingClientRect().height / parseFloat(getComputedStyle(p).lineHeight));
+            if (lines >= 4) counts.push(text.length / lines);
+          }
+          return counts;
+        }""")
+        assert len(per_line) > 10
+        average = sum(per_line) / len(per_line)
+        assert 60 <= average <= 85, average
+        prose = page.locator(".bd-article section > p").first.bounding_box()["width"]
+        code = page.locator(".bd-article div.cell_input").first.bounding_box()["width"]
+        assert code > prose + 40, (code, prose)
+        # a box's title bar (Definition 3.1, an exercise, a fold) spans its box, though the
+        # text under it keeps to the column
+        short_bars = page.evaluate("""() => [...document.querySelectorAll('.bd-article .admonition > .admonition-title')]
+            .filter((title) => title.getBoundingClientRect().width > 0)
+            .map((title) => title.parentElement.getBoundingClientRect().right - title.getBoundingClientRect().right)
+            .filter((gap) => gap > 2)""")
+        assert short_bars == [], f"{len(short_bars)} box titles stop short of their box: {short_bars[:4]}"
+    finally:
+        page.context.close()
+
+
+def test_a_wide_table_on_a_phone_shows_that_it_scrolls(browser, site_server):
+    """A table wider than a phone's column scrolls inside itself and fades out at the
+    edge where there is more (book.js, book.css)."""
+    page, problems = reader.open_offline(browser, site_server, "lessons/10_what_your_model_runs.html",
+                                         viewport=reader.PHONE)
+    try:
+        page.wait_for_load_state("load")
+        table = page.locator(".bd-article table").filter(has_text="gpt-oss-20b").first
+        assert table.evaluate("t => t.scrollWidth > t.clientWidth")
+        assert "scroll-more-right" in table.get_attribute("class")
+        assert table.evaluate("t => getComputedStyle(t).maskImage || getComputedStyle(t).webkitMaskImage") != "none"
+        table.evaluate("t => { t.scrollLeft = t.scrollWidth; t.dispatchEvent(new Event('scroll')); }")
+        page.wait_for_function("t => !t.classList.contains('scroll-more-right')", arg=table.element_handle())
+        assert "scroll-more-left" in table.get_attribute("class")
+        assert problems["console"] == []
+    finally:
+        page.context.close()

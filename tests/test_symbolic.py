@@ -13,7 +13,7 @@ def test_permutation_matrix_matches_numeric_convention():
 
 def test_all_permutation_matrices_counts():
     assert len(symbolic.all_permutation_matrices(4)) == 24
-    with pytest.raises(ValueError, match="n must be at most 6"):
+    with pytest.raises(ValueError, match="n must be an integer in 1..6"):
         symbolic.all_permutation_matrices(7)
 
 
@@ -45,7 +45,7 @@ def test_softmax_rows_rejects_bad_masks():
     S = symbolic.symbol_matrix("s", 2, 2)
     with pytest.raises(ValueError, match="mask must have the shape"):
         symbolic.softmax_rows(S, sp.ones(3, 3))
-    with pytest.raises(ValueError, match="mask row 0 keeps no entry"):
+    with pytest.raises(ValueError, match="mask must keep an entry in every row: row 0 keeps none"):
         symbolic.softmax_rows(S, sp.Matrix([[0, 0], [1, 1]]))
 
 

@@ -13,6 +13,7 @@ a chapter of the book and the master copy of an assignment. A question may also 
 
     python tools/assignments.py generate [LESSON ...] [--out DIR] [--tests-url URL]
     python tools/assignments.py grade AUTOGRADER.zip SUBMISSION ... [--csv FILE] [--jobs N] [--timeout S]
+                                      [--max-size MIB] [--no-sandbox]
     python tools/assignments.py questions [--markdown]
 
 ``generate`` writes, for each lesson, ``DIR/<lesson>/student/`` (the notebook with
@@ -22,11 +23,16 @@ and ``DIR/<lesson>/autograder/`` (the solution notebook and ``autograder.zip``, 
 grades a submission with every check, hidden ones included). It refuses to write a
 student copy that still contains a line of a solution or of a hidden check.
 
-``grade`` runs ``otter run`` on each submission (a notebook, or the zip that the
-notebook's export cell writes), prints the points per question and, with ``--csv``,
-writes one row per submission. A submission that cannot be graded (not a notebook,
-still running after ``--timeout`` seconds) is reported and the others are graded; the
-command then exits with status 1. ``--tests-url`` makes the student
+``grade`` grades each submission (a notebook, or the zip that the notebook's export
+cell writes) without trusting it: the notebook runs in a sandbox and the checks run in
+a separate process on the values it sends back as data (``tools/grading``; the
+instructors' page describes what this prevents). It prints the points per question,
+the checks' messages and a review of code that deserves a look, and with ``--csv``
+writes one row per submission (written at once, its SHA-256 printed). A submission that
+cannot be graded (not a notebook, another assignment's, still running after
+``--timeout`` seconds) is reported and the others are graded; the command then exits
+with status 1. Without bubblewrap it refuses to grade (status 2), unless
+``--no-sandbox`` is given for notebooks the instructor trusts. ``--tests-url`` makes the student
 notebooks fetch their public checks from a web folder (where ``student/tests`` has been
 published), which is what Google Colab needs; without it they read ``tests/`` beside
 the notebook (Jupyter, JupyterHub, Binder).
@@ -34,15 +40,16 @@ the notebook (Jupyter, JupyterHub, Binder).
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import csv
+import hashlib
 import io
 import json
 import os
+import queue
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -54,6 +61,8 @@ import nbformat
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the tools' shared modules
+import grading.grade as grading  # noqa: E402
+from grading import intake, review, sandbox  # noqa: E402
 from myst_markdown import labels, myst_to_markdown  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +88,8 @@ class Question:
     public_checks: int = 0
     hidden_checks: int = 0
     title: str = ""
+    answer_names: set[str] = field(default_factory=set)  # names bound by the lines a student writes
+    check_parameters: list[str] = field(default_factory=list)  # the names its checks take
 
     @property
     def kind(self) -> str:
@@ -128,6 +139,47 @@ def _solution_lines(source: str) -> tuple[list[str], list[str]]:
     return hidden, shown
 
 
+def _bound_names(statement) -> set[str]:
+    """The names a statement binds or changes (``x = ``, ``x[i] = ``, ``def x``, ``for x in``)."""
+    targets = []
+    if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+    elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}
+    names = set()
+    for target in targets:
+        for node in ast.walk(target):
+            while isinstance(node, (ast.Attribute, ast.Subscript)):
+                node = node.value
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+    return names
+
+
+def answer_names(source: str) -> set[str]:
+    """The names a student defines in a code cell of a solution: those bound or changed by
+    a statement that holds one of the lines the student writes."""
+    written, inside = set(), False
+    for number, line in enumerate(source.splitlines(), start=1):
+        if line.rstrip().endswith("# END SOLUTION"):
+            inside = False
+        elif re.match(r"\s*# BEGIN SOLUTION", line):
+            inside = True
+        elif inside or line.rstrip().endswith("# SOLUTION"):
+            written.add(number)
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.stmt) and written & set(range(node.lineno, node.end_lineno + 1)):
+            names |= _bound_names(node)
+    return names
+
+
+def check_parameters(source: str) -> list[str]:
+    """The parameters of the check functions a test cell defines (the names they read)."""
+    return [arg.arg for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)
+            for arg in node.args.args]
+
+
 def read_lesson(path: Path) -> Lesson:
     """Parse the question markers of a lesson and check that they are well formed."""
     nb = nbformat.read(path, as_version=4)
@@ -168,6 +220,8 @@ def read_lesson(path: Path) -> Lesson:
                 raise ValueError(f"{where}: only code cells may sit between BEGIN and END TESTS")
             if cell.metadata.get("tags") != ["remove-cell"]:
                 raise ValueError(f"{where}: check cells must be tagged remove-cell (hidden in the book)")
+            question.check_parameters += [n for n in check_parameters(cell.source)
+                                          if n not in question.check_parameters]
             if re.match(r"\s*#.*\bhidden\b", cell.source.splitlines()[0], re.IGNORECASE):
                 question.hidden_checks += 1
                 lesson.hidden_text += [l.strip() for l in cell.source.splitlines()]
@@ -183,6 +237,7 @@ def read_lesson(path: Path) -> Lesson:
                         "SOLUTION' and '# END SOLUTION' comments (the whole cell if the student "
                         "writes all of it), or end them with '# SOLUTION'")
                 hidden, shown = _solution_lines(cell.source)
+                question.answer_names |= answer_names(cell.source)
                 lesson.solution_text += hidden
                 visible += shown
             else:
@@ -336,6 +391,11 @@ def generate(path: Path, out_dir: Path = DEFAULT_OUT, tests_url: str | None = No
     if len(zips) != 1:
         raise RuntimeError(f"expected one autograder zip in {autograder}, found {zips}")
     zips[0].rename(autograder / "autograder.zip")
+    handed_out = nbformat.read(student / path.name, as_version=4)
+    cells = [(cell.source, "otter_answer_cell" in cell.metadata.get("tags", []))
+             for cell in handed_out.cells if cell.cell_type == "code"]
+    with zipfile.ZipFile(autograder / "autograder.zip", "a", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(review.DISTRIBUTED, json.dumps(review.distributed_cells(cells)))
     leaks = find_leaks(lesson, student)
     if leaks:
         shutil.rmtree(student)
@@ -349,85 +409,105 @@ def generate(path: Path, out_dir: Path = DEFAULT_OUT, tests_url: str | None = No
 
 # --- grading -----------------------------------------------------------------------------
 
-class GradingError(RuntimeError):
-    """A submission that could not be graded: not a notebook, too slow, or otter failed."""
+GradingError = grading.GradingError
 
 
-def grade(autograder: Path, submission: Path, timeout: float | None = None) -> dict[str, dict]:
-    """Grade one submission with every check; return {question: {score, possible, output}}.
-
-    Runs ``otter run`` in a subprocess (no container: this environment must have
-    companion and otter-grader installed, as ``make test`` and ``make assignments``
-    arrange). ``submission`` is a notebook or the zip that ``grader.export`` writes.
-    Raises GradingError when the submission cannot be graded, or when it runs longer
-    than ``timeout`` seconds (an endless loop in a student's cell).
-    """
-    submission = Path(submission)
-    if not submission.is_file():
-        raise GradingError("no such file")
-    with tempfile.TemporaryDirectory() as out:
-        command = [sys.executable, "-m", "otter", "run", "--no-logo", "-a", str(Path(autograder).resolve()),
-                   "-o", out, str(submission.resolve())]
-        # Its own process group, so that a timeout stops the kernel that otter starts too.
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   cwd=out, start_new_session=True)
-        try:
-            log, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            raise GradingError(f"still running after {timeout:g} s (an endless loop?)") from None
-        report = Path(out) / "results.json"
-        if not report.exists():
-            errors = re.findall(r"^(?:[\w]+\.)*(\w*(?:Error|Exception): .*)$", log, re.MULTILINE)
-            reason = errors[-1] if errors else log.strip()[-300:]
-            raise GradingError(f"otter could not grade it: {reason}")
-        results = json.loads(report.read_text())
-    scores = {}
-    for test in results["tests"]:
-        if "max_score" in test and test.get("name") != "Public Tests":
-            scores[test["name"]] = {"score": float(test["score"]), "possible": float(test["max_score"]),
-                                    "output": test.get("output", "")}
-    order = _question_order(submission)
-    return dict(sorted(scores.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
+def grade(autograder: grading.Autograder, submission: Path, timeout: float = 600, use_sandbox: bool = True,
+          slot: int = 0, max_bytes: int = intake.MAX_BYTES) -> grading.Graded:
+    """Grade one submission with every check (tools/grading: the notebook runs in a
+    sandbox, the checks in a separate process); GradingError if it cannot be graded."""
+    return grading.grade(autograder, submission, sandbox.Limits(timeout=timeout), use_sandbox, slot, max_bytes)
 
 
-def _question_order(submission: Path) -> dict[str, int]:
-    """Question name -> rank, from the order of the grader.check cells of a submitted
-    notebook (or of the notebook inside a submitted zip)."""
-    try:
-        if zipfile.is_zipfile(submission):
-            with zipfile.ZipFile(submission) as archive:
-                text = "\n".join(archive.read(name).decode("utf-8", "replace")
-                                 for name in archive.namelist() if name.endswith(".ipynb"))
-        else:
-            text = Path(submission).read_text()
-    except (OSError, UnicodeDecodeError, zipfile.BadZipFile):
-        return {}
-    names = re.findall(r'grader\.check\(\\?"([^"\\]+)\\?"\)', text)
-    names = [name for name in dict.fromkeys(names) if not name.startswith("<")]
-    return {name: rank for rank, name in enumerate(names)}
-
-
-def grade_all(autograder: Path, submissions: list[Path], timeout: float | None = None,
-              jobs: int = 1) -> dict[Path, dict[str, dict] | GradingError]:
+def grade_all(autograder: Path, submissions: list[Path], timeout: float = 600, jobs: int = 1,
+              use_sandbox: bool = True, max_bytes: int = intake.MAX_BYTES) -> dict[Path, grading.Graded | GradingError]:
     """Grade many submissions, ``jobs`` at a time; one that cannot be graded gives its
-    GradingError in place of scores and does not stop the others."""
+    GradingError in place of a grade and does not stop the others. If the autograder's
+    file changes while grading, no later submission is graded."""
+    loaded = grading.Autograder.load(autograder)
+    if use_sandbox:
+        sandbox.check_available()
+    slots: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for slot in range(max(1, jobs)):
+        slots.put(slot)
+    changed: list[GradingError] = []
 
     def one(submission):
+        if changed:
+            return GradingError(f"not graded: {changed[0]}")
+        slot = slots.get()
         try:
-            return grade(autograder, submission, timeout)
+            return grade(loaded, submission, timeout, use_sandbox, slot, max_bytes)
+        except grading.AutograderChanged as error:
+            changed.append(error)
+            return error
         except GradingError as error:
             return error
+        finally:
+            slots.put(slot)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return dict(zip(submissions, pool.map(one, submissions)))
 
 
 def failure_messages(output: str) -> list[str]:
-    """The messages of the failed checks in one question's grading output."""
-    return [line.strip() for line in output.splitlines()
-            if re.match(r"\s*[A-Za-z_.]*(Error|Failed|Exception): ", line)]
+    """The messages of the failed checks in one question's grading output: in otter's
+    summary, the line after a failed check's "Error at line N" and the line it quotes
+    (only the first line of a message: the rest is the submission's to fill)."""
+    lines = output.splitlines()
+    return [lines[i + 2].strip() for i, line in enumerate(lines[:-2]) if line.strip().startswith("Error at line ")]
+
+
+def spreadsheet_safe(value):
+    """A CSV cell that a spreadsheet shows as text: one starting with = + - @ (or a tab or
+    carriage return) would be read as a formula (a file name is the student's choice)."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def write_csv(path: Path, rows: list[dict], fields: list[str]) -> str:
+    """Write the grades at once (a new file renamed over the old), return its SHA-256."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows({k: spreadsheet_safe(v) for k, v in row.items()} for row in rows)
+    data = buffer.getvalue().encode()
+    path = Path(path)
+    with tempfile.NamedTemporaryFile("wb", dir=path.parent or ".", prefix=f".{path.name}.", delete=False) as handle:
+        handle.write(data)
+    os.replace(handle.name, path)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _print_review(findings: list[str]) -> None:
+    if findings:
+        print(f"  review: {len(findings)} finding(s) to read (they do not change the grade)")
+        for finding in findings[:30]:
+            print(f"      {grading.clean(finding, max_lines=1)}")
+
+
+def print_grades(results: dict[Path, grading.Graded | GradingError]) -> list[dict]:
+    """Print each submission's points, messages and review; return the CSV rows."""
+    rows = []
+    for submission, result in results.items():
+        name = grading.clean(str(submission), max_lines=1)
+        if isinstance(result, GradingError):
+            print(f"{name}: could not grade: {grading.clean(str(result), max_lines=5)}")
+            _print_review(getattr(result, "review", []))
+            rows.append({"submission": str(submission), "error": grading.clean(str(result), max_lines=1),
+                         "review": len(getattr(result, "review", []))})
+            continue
+        scores = result.scores
+        total = sum(s["score"] for s in scores.values())
+        possible = sum(s["possible"] for s in scores.values())
+        print(f"{name}: {total:g} / {possible:g}")
+        for question, s in scores.items():
+            print(f"  {question:32s} {s['score']:g} / {s['possible']:g}")
+            for message in list(dict.fromkeys(failure_messages(s["output"])))[:8]:
+                print(f"      {grading.clean(message, max_lines=1)}")
+        _print_review(result.review)
+        rows.append({"submission": str(submission), **{q: s["score"] for q, s in scores.items()},
+                     "total": total, "review": len(result.review)})
+    return rows
 
 
 # --- listing -----------------------------------------------------------------------------
@@ -466,6 +546,11 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--timeout", type=float, default=600,
                     help="seconds one submission may run (default 600)")
     gr.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
+    gr.add_argument("--max-size", type=float, default=intake.MAX_BYTES / 2**20,
+                    help="the largest submission accepted, in MiB (default %(default)g)")
+    gr.add_argument("--no-sandbox", action="store_true",
+                    help="run the notebooks without the sandbox, as you, with your files and network: "
+                         "only for notebooks you trust, such as your own solution")
     qs = sub.add_parser("questions", help="list the questions of every lesson")
     qs.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
@@ -478,30 +563,22 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path.stem}: {len(lesson.questions)} questions ({auto:g} autograded points) -> "
                   f"{target.relative_to(Path.cwd()) if target.is_relative_to(Path.cwd()) else target}")
     elif args.command == "grade":
-        results = grade_all(args.autograder, args.submissions, args.timeout, args.jobs)
-        rows, failed = [], 0
-        for submission, scores in results.items():
-            if isinstance(scores, GradingError):
-                failed += 1
-                print(f"{submission}: could not grade: {scores}")
-                rows.append({"submission": str(submission), "error": str(scores)})
-                continue
-            total = sum(s["score"] for s in scores.values())
-            possible = sum(s["possible"] for s in scores.values())
-            print(f"{submission}: {total:g} / {possible:g}")
-            for name, s in scores.items():
-                print(f"  {name:32s} {s['score']:g} / {s['possible']:g}")
-                for message in dict.fromkeys(failure_messages(s["output"])):
-                    print(f"      {message}")
-            rows.append({"submission": str(submission), **{n: s["score"] for n, s in scores.items()},
-                         "total": total})
+        try:
+            results = grade_all(args.autograder, args.submissions, args.timeout, args.jobs,
+                                use_sandbox=not args.no_sandbox, max_bytes=int(args.max_size * 2**20))
+        except sandbox.SandboxUnavailable as error:
+            print(f"cannot grade: {error}.\nThe notebooks run in a sandbox made with bubblewrap (Linux; "
+                  "Debian and Ubuntu: apt-get install bubblewrap). Without it, --no-sandbox runs them as "
+                  "you, with your files and network: only for notebooks you trust, such as your own "
+                  "solution.", file=sys.stderr)
+            return 2
+        rows = print_grades(results)
+        failed = sum(1 for r in results.values() if isinstance(r, GradingError))
         if args.csv:
-            fields = list(dict.fromkeys(key for row in rows for key in row if key not in ("total", "error")))
-            fields += ["total"] + (["error"] if failed else [])
-            with open(args.csv, "w", newline="") as handle:
-                writer = csv.DictWriter(handle, fieldnames=fields)
-                writer.writeheader()
-                writer.writerows(rows)
+            fields = list(dict.fromkeys(k for row in rows for k in row if k not in ("total", "review", "error")))
+            fields += ["total", "review"] + (["error"] if failed else [])
+            digest = write_csv(args.csv, rows, fields)
+            print(f"wrote {args.csv} (SHA-256 {digest})")
         if failed:
             print(f"{failed} of {len(rows)} submissions could not be graded", file=sys.stderr)
             return 1

@@ -68,7 +68,7 @@ def myst_to_markdown(text: str, titles: dict[str, str] | None = None, *,
     """Rewrite the MyST markup of the book into Markdown any notebook front end shows.
 
     Exercise directives become headings; other directives (definitions, theorems,
-    proofs) a bold title followed by their body; admonitions a quoted block under their
+    proofs) a bold title followed by their body; ``tabularcolumns`` (for the PDF) goes; admonitions a quoted block under their
     title; a solution a collapsed ``<details>`` block. Cross-references show their text,
     or the title of what they point to (``titles``, label -> title, as :func:`labels`
     finds them, or with numbers, as the reader's edition gives them). ``numbers``
@@ -86,6 +86,8 @@ def myst_to_markdown(text: str, titles: dict[str, str] | None = None, *,
         lines = DIRECTIVE.sub(directive, match.group(4)).splitlines()
         options = dict(OPTION.match(line).groups() for line in lines if OPTION.match(line))
         body = "\n".join(line for line in lines if not OPTION.match(line)).strip()
+        if kind == "tabularcolumns":  # how the PDF sets the next table's columns
+            return ""
         if kind == "admonition":
             quoted = "\n".join(f"> {line}".rstrip() for line in body.splitlines())
             return f"> **{title}**\n>\n{quoted}\n"

@@ -5,7 +5,8 @@ do not render. The reader's edition (``notebooks/``, one notebook per lesson, co
 without outputs) says the same in Markdown that every front end shows:
 
 - definitions, theorems, proofs and exercises become headed blocks, numbered within
-  the chapter (Definition 3.1, Exercise 3.4);
+  the chapter (Definition 3.1, Exercise 3.4); plots and interactive figures are numbered
+  in one sequence per chapter (Figure 3.2), as on the site and in the PDF;
 - cross-references show what they point to, with its number and title, also across
   chapters; citations read "Su et al. (2024)" and the chapter ends with its works cited,
   from ``book/references.bib``;
@@ -25,6 +26,7 @@ notebook alone in an empty folder, and looks for MyST left in its Markdown.
 from __future__ import annotations
 
 import argparse
+import ast
 import re
 import sys
 import tomllib
@@ -99,12 +101,62 @@ def _figure_name(cell) -> tuple[str, str] | None:
     return (figure["name"], figure.get("caption", "")) if "name" in figure else None
 
 
+@lru_cache(maxsize=1)
+def figure_functions() -> frozenset[str]:
+    """The functions of ``companion.figures`` that make an interactive figure."""
+    import companion.figures
+
+    return frozenset(name for name in companion.figures.__all__ if name[:1].islower())
+
+
+def live_figure_name(source: str, bound: dict[str, str]) -> str | None:
+    """The interactive figure a code cell shows (``rope_rotation``), or None.
+
+    A cell shows a figure when its last statement is a call of one of
+    :func:`figure_functions` or a name bound to one earlier in the chapter, or when it
+    passes one to ``display``; ``bound`` collects those names, cell after cell. The site
+    finds the same figures in the executed cells' output (``book/_ext/live_figures.py``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+
+    def figure(node) -> str | None:
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            return name if name in figure_functions() else None
+        return bound.get(node.id) if isinstance(node, ast.Name) else None
+
+    shown = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            made = figure(node.value)
+            if made:
+                bound[node.targets[0].id] = made
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "display" and node.args:
+            shown = figure(node.args[0]) or shown
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        shown = figure(tree.body[-1].value) or shown
+    return shown
+
+
+def live_figure_label(chapter: int, name: str) -> str:
+    """The label of interactive figure ``name`` in ``chapter``, as the site gives it."""
+    return f"fig-{chapter:02d}-{name.replace('_', '-')}"
+
+
+#: How a chapter starts the italic caption under an interactive figure ("*Figure 2." or
+#: "*Figure 2,"): the edition writes the figure's number in the chapter there.
+WRITTEN_CAPTION_NUMBER = re.compile(r"^\*(?:Figure|Fig\.)\s+\d+(?:\.\d+)?\s*([.,:]?)")
+
+
 def chapter_targets(lesson: Path) -> dict[str, Target]:
     """Every label of one lesson: directives numbered by kind, sections, figures."""
     nb = nbformat.read(lesson, as_version=4)
     chapter = chapter_number(lesson)
     counts: Counter[str] = Counter()
     targets = {}
+    bound: dict[str, str] = {}  # names bound to interactive figures
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             for label, heading in re.findall(r"^\(([\w-]+)\)=[ \t]*\n#+ ([^\n]+)", cell.source, re.MULTILINE):
@@ -121,6 +173,10 @@ def chapter_targets(lesson: Path) -> dict[str, Target]:
         elif cell.cell_type == "code" and _figure_name(cell):
             counts["figure"] += 1
             name, caption = _figure_name(cell)
+            targets[name] = Target("Figure", f"{chapter}.{counts['figure']}", "")
+        elif cell.cell_type == "code" and live_figure_name(cell.source, bound):
+            counts["figure"] += 1
+            name = live_figure_label(chapter, live_figure_name(cell.source, dict(bound)))
             targets[name] = Target("Figure", f"{chapter}.{counts['figure']}", "")
     return targets
 
@@ -251,6 +307,8 @@ class Chapter:
         self.cells: list = []
         self.cited: list[str] = []
         self.solution: str | None = None  # the exercise whose gated solution we are in
+        self.bound: dict[str, str] = {}  # names bound to interactive figures
+        self.caption_number: str | None = None  # of the interactive figure just shown
 
     def add(self, cell_type: str, source: str, name: str):
         make = nbformat.v4.new_markdown_cell if cell_type == "markdown" else nbformat.v4.new_code_cell
@@ -264,11 +322,17 @@ class Chapter:
                                 cite=citation)
 
     def markdown_cell(self, cell) -> None:
-        """Prose; inside a gated solution (solution-start ... solution-end) folded in <details>."""
+        """Prose; inside a gated solution (solution-start ... solution-end) folded in <details>.
+        Under an interactive figure, its caption starts with the figure's number."""
         self.cited += [key.strip() for keys in re.findall(r"\{cite:[pt]\}`([^`]+)`", cell.source)
                        for key in keys.split(",")]
         ended = bool(SOLUTION_END.search(cell.source))
         source = SOLUTION_END.sub("", cell.source).strip()
+        if self.caption_number and source.startswith("*"):
+            number = f"*Figure {self.caption_number}"
+            numbered = WRITTEN_CAPTION_NUMBER.subn(lambda m: number + (m.group(1) or "."), source, count=1)
+            source = numbered[0] if numbered[1] else f"{number}. {source[1:]}"
+        self.caption_number = None
         started = _is_solution_start(source)
         if started:
             self.solution = started
@@ -301,6 +365,8 @@ class Chapter:
             name, caption = figure
             self.add("markdown", f"*Figure {self.numbers[name]}.* {self.markdown(caption)}".strip(),
                      f"{cell.id}-caption")
+        live = live_figure_name(cell.source, self.bound)
+        self.caption_number = self.numbers[live_figure_label(chapter_number(self.lesson), live)] if live else None
 
 
 def reader_notebook(lesson: Path, targets: dict[str, Target]):

@@ -7,7 +7,7 @@ its page with no edit anywhere, and the page of a module that is gone is removed
 The pages are generated, not committed (``book/api/`` is ignored by git).
 
 ``book/api.md`` shows the overview with the directive ``companion-modules``: a table
-of every module with the first line of its docstring, linked to its page. The pages
+of every module, linked to its page, with the first paragraph of its docstring. The pages
 are listed under the API page in the book's table of contents (added to what
 ``_toc.yml`` says), so they sit below it in the site's navigation.
 
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.statemachine import StringList
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -91,16 +92,49 @@ def _generate(app: Sphinx, config) -> None:
     config.exclude_patterns = [p for p in config.exclude_patterns if not p.startswith(f"{FOLDER}/")]
 
 
+def summary(module: str) -> str:
+    """The first paragraph of a module's docstring, on one line."""
+    text = (importlib.import_module(module).__doc__ or "").strip()
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
 class CompanionModules(SphinxDirective):
-    """The overview table: every module, the first line of its docstring, a link to its page."""
+    """The overview table: every module, linked to its page, and the first line of its docstring.
+
+    The table is built here as document nodes, so that it is the same table in every
+    builder; the docstring's line is parsed as the page's own markup (Markdown), which
+    reads its ````code```` as code."""
 
     def run(self) -> list[nodes.Node]:
-        modules = self.env.app.companion_modules
-        # The page is MyST Markdown, so the table is written in MyST: a fenced directive.
-        lines = ["```{autosummary}"] + modules + ["```"]
-        container = nodes.container()
-        self.state.nested_parse(StringList(lines, source="companion-modules"), self.content_offset, container)
-        return container.children
+        table = nodes.table(classes=["companion-modules"])
+        group = nodes.tgroup(cols=2)
+        table += group
+        group += nodes.colspec(colwidth=35)
+        group += nodes.colspec(colwidth=65)
+        head, body = nodes.thead(), nodes.tbody()
+        head += self._row([nodes.paragraph("", "Module")], [nodes.paragraph("", "What it holds")])
+        group += head
+        group += body
+        for module in self.env.app.companion_modules:
+            link = addnodes.pending_xref("", nodes.literal(module, module), refdomain="py", reftype="mod",
+                                         reftarget=module, refexplicit=True, refwarn=True)
+            described = nodes.container()
+            self.state.nested_parse(StringList([summary(module)], source=f"docstring of {module}"),
+                                    self.content_offset, described)
+            body += self._row([nodes.paragraph("", "", link)], described.children)
+        # in print the summaries wrap in a column of their own (LaTeX would set a table
+        # this long in columns as wide as their longest line, past the margin)
+        widths = addnodes.tabular_col_spec(spec=r"\Y{0.36}\Y{0.64}")
+        return [widths, table]
+
+    @staticmethod
+    def _row(*cells) -> nodes.row:
+        row = nodes.row()
+        for content in cells:
+            entry = nodes.entry()
+            entry.extend(content)
+            row += entry
+        return row
 
 
 def one_document(app: Sphinx, doctree: nodes.document) -> None:

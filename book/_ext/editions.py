@@ -158,6 +158,13 @@ def _launch_edition(app: Sphinx, pagename: str, templatename: str, context: dict
             for button in group["buttons"]:
                 if button.get("text") in ("Binder", "Colab"):
                     button["url"] = button["url"].replace(f"{pagename}.ipynb", f"{EDITION}/{stem}.ipynb")
+        if group.get("label") == "download-buttons":
+            # the theme's ".pdf" entry prints the page: say so
+            for button in group["buttons"]:
+                if button.get("label") == "download-pdf-button":
+                    button["text"] = "Print this page"
+                    button["tooltip"] = "Print this page, or save it as a PDF"
+                    button["icon"] = "fas fa-print"
         if group.get("label") == "download-buttons" and getattr(app.env, "editions_pdf", False):
             group["buttons"].append({
                 "type": "link",

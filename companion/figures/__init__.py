@@ -19,10 +19,10 @@ from .scaling import ContextExtension, context_extension
 # One function per figure, in the order of the chapters; each returns a widget.
 __all__ = [
     "permutation_explorer",  # chapter 0
-    "position_term",  # figure 1, chapter 1
-    "rope_rotation",  # figure 2, chapter 3
-    "alibi_heatmap",  # figure 3, chapter 4
-    "context_extension",  # figure 4, chapter 6
+    "position_term",  # chapter 1
+    "rope_rotation",  # chapter 3
+    "alibi_heatmap",  # chapter 4
+    "context_extension",  # chapter 6
     "PermutationExplorer",
     "PositionTerm",
     "RopeRotation",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 
 from pathlib import Path
 
@@ -65,6 +66,15 @@ class Figure(anywidget.AnyWidget):
     #: The figure's key numbers in words, for screen readers and the fallback image.
     description = traitlets.Unicode("").tag(sync=True)
 
+    @classmethod
+    def figure_name(cls) -> str:
+        """The figure's name, its function's: ``rope_rotation`` for :class:`RopeRotation`.
+
+        The live figure carries it as ``data-figure``, its fallback block as
+        ``data-fallback-for``; the book labels the figure with it
+        (``fig-03-rope-rotation``, ``book/_ext/live_figures.py``)."""
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+
     def static_figure(self):
         """A :class:`matplotlib.figure.Figure` of the current state (the print fallback)."""
         raise NotImplementedError
@@ -76,7 +86,7 @@ class Figure(anywidget.AnyWidget):
         fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
         png = base64.b64encode(buffer.getvalue()).decode("ascii")
         return (
-            f'<div class="companion-fallback">{FALLBACK_CSS}'
+            f'<div class="companion-fallback" data-fallback-for="{self.figure_name()}">{FALLBACK_CSS}'
             f'<img src="data:image/png;base64,{png}" alt="{html.escape(self.description)}" style="max-width:100%">'
             f"<p><em>{html.escape(self.caption)}</em></p></div>"
         )

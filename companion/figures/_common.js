@@ -10,28 +10,61 @@ const PALETTE = {
   sky: "#56B4E9", purple: "#CC79A7", grey: "#999999", black: "#000000",
 };
 
+// The figure's own colours for text, axes, grids and surfaces are CSS variables, set for
+// the light theme here and for the dark one below, so a figure follows the book's
+// light/dark switch at once (the site's <html data-theme="dark">, JupyterLab's dark
+// theme) without being drawn again. Data keep the palette's colours in both themes;
+// text in a palette colour uses its text shade (--cf-text-<name>), darker on light
+// pages and lighter on dark ones, so that it reads at 4.5:1 or more (WCAG AA).
 const FIGURE_CSS = `
-.companion-figure { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #111;
+.companion-figure {
+  --cf-fg: #1f2328; --cf-muted: #474d53; --cf-axis: #5b6167; --cf-zero: #8d9399; --cf-grid: #e3e5e8;
+  --cf-surface: var(--pst-color-background, #fff); --cf-surface-2: #eef0f2; --cf-border: #c3c8cd;
+  --cf-control: #5b6167; --cf-pressed: #1f4e79; --cf-on-pressed: #fff;
+  --cf-text-blue: #0072B2; --cf-text-vermillion: #B04C00; --cf-text-orange: #8F5E00;
+  --cf-text-green: #007857; --cf-text-sky: #22739F; --cf-text-purple: #A0457A; --cf-text-grey: #6B6B6B;
+  --cf-text-black: var(--cf-fg);
+}
+html[data-theme="dark"] .companion-figure, [data-jp-theme-light="false"] .companion-figure {
+  --cf-fg: #e6e8ea; --cf-muted: #c2c7cc; --cf-axis: #a3a9af; --cf-zero: #7f868d; --cf-grid: #353b42;
+  --cf-surface: var(--pst-color-background, #14181e); --cf-surface-2: #262b31; --cf-border: #4f565d;
+  --cf-control: #a3a9af; --cf-pressed: #8cc4ec; --cf-on-pressed: #0b1a26;
+  --cf-text-blue: #56A9E3; --cf-text-vermillion: #FF8A4C; --cf-text-orange: #E69F00;
+  --cf-text-green: #1DBE8E; --cf-text-sky: #56B4E9; --cf-text-purple: #D98BB6; --cf-text-grey: #AAAAAA;
+}
+.companion-figure { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--cf-fg);
   max-width: 46rem; margin: .5rem 0; }
 .companion-figure .cf-controls { display: flex; flex-wrap: wrap; gap: .4rem 1.2rem; align-items: center;
   margin-bottom: .4rem; }
 .companion-figure fieldset { border: 0; padding: 0; margin: 0; display: flex; flex-wrap: wrap; gap: .3rem;
   align-items: center; }
 .companion-figure legend { float: left; font-size: 1em; font-weight: 600; padding: 0 .4rem 0 0; }
-.companion-figure button { font: inherit; padding: .15rem .5rem; border: 1px solid #555; border-radius: .3rem;
-  background: #fff; color: #111; cursor: pointer; }
-.companion-figure button[aria-pressed="true"] { background: #1f4e79; color: #fff; border-color: #1f4e79; }
+.companion-figure button { font: inherit; padding: .15rem .5rem; border: 1px solid var(--cf-control);
+  border-radius: .3rem; background: var(--cf-surface); color: var(--cf-fg); cursor: pointer; }
+.companion-figure button[aria-pressed="true"] { background: var(--cf-pressed); color: var(--cf-on-pressed);
+  border-color: var(--cf-pressed); }
 .companion-figure button:focus-visible, .companion-figure input:focus-visible, .companion-figure select:focus-visible,
 .companion-figure svg:focus-visible, .companion-figure [tabindex]:focus-visible {
   outline: 3px solid #E69F00; outline-offset: 2px; }
+.companion-figure input[type=range], .companion-figure input[type=checkbox] { accent-color: var(--cf-pressed); }
 .companion-figure svg { display: block; width: 100%; height: auto; touch-action: none; }
-.companion-figure svg text { font: 11px system-ui, sans-serif; fill: #222; }
-.companion-figure .cf-axis-label { font-size: 12px; fill: #111; }
+.companion-figure svg text { font: 11px system-ui, sans-serif; fill: var(--cf-muted); }
+.companion-figure .cf-axis-label { font-size: 12px; fill: var(--cf-fg); }
 .companion-figure .cf-readout { min-height: 1.4em; font-variant-numeric: tabular-nums; margin: .2rem 0; }
 .companion-figure .cf-sr, .companion-figure .cf-caption { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
   white-space: nowrap; }
 .companion-figure input[type=range] { width: min(16rem, 60vw); }
 `;
+
+// The theme's colours, for the drawing: text, axes, grid lines, zero lines and surfaces
+// (see FIGURE_CSS), and the text shade of a palette colour.
+const INK = {
+  fg: "var(--cf-fg)", muted: "var(--cf-muted)", axis: "var(--cf-axis)", zero: "var(--cf-zero)",
+  grid: "var(--cf-grid)", surface: "var(--cf-surface)", border: "var(--cf-border)",
+};
+function textColour(name) {
+  return `var(--cf-text-${name})`;
+}
 
 function h(tag, attrs = {}, children = []) {
   const node = document.createElement(tag);
@@ -43,9 +76,14 @@ function h(tag, attrs = {}, children = []) {
   return node;
 }
 
+// An SVG element; a colour given as a CSS variable (INK) goes in its style, where every
+// browser resolves it.
 function s(tag, attrs = {}, text = null) {
   const node = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (typeof v === "string" && v.startsWith("var(")) node.style.setProperty(k, v);
+    else node.setAttribute(k, v);
+  }
   if (text !== null) node.textContent = text;
   return node;
 }
@@ -58,6 +96,16 @@ function viridis(t) {
   const i = Math.min(VIRIDIS.length - 2, Math.floor(x)), f = x - i;
   const c = VIRIDIS[i].map((a, k) => Math.round(a + (VIRIDIS[i + 1][k] - a) * f));
   return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+
+// The ink, black or white, that reads better on the colour "rgb(r,g,b)" (WCAG contrast).
+function inkOn(rgb) {
+  const [r, g, b] = rgb.match(/\d+/g).slice(0, 3).map((v) => {
+    const c = Number(v) / 255;
+    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  });
+  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  return (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) ? "#000" : "#fff";
 }
 
 function fmt(x, digits = 3) {

@@ -1,4 +1,4 @@
-// Figure 1: the position-position term PE(m)ᵀ M PE(m+k) / (d/2) at a fixed distance k.
+// Chapter 1's figure: the position-position term PE(m)ᵀ M PE(m+k) / (d/2) at a fixed distance k.
 // Python (companion.figures.absolute) computes both curves for every distance;
 // this script draws the chosen one and moves the point on the M = I + R curve.
 
@@ -25,13 +25,13 @@ function render({ model, el }) {
   // phone) and again when that width changes.
   const [yLo, yHi] = model.get("y_range");
   const sigma = model.get("sigma");
-  const guide = s("line", { stroke: "#777", "stroke-dasharray": "2 3", class: "cf-guide" });
+  const guide = s("line", { stroke: INK.zero, "stroke-dasharray": "2 3", class: "cf-guide" });
   const identityLine = s("polyline", { fill: "none", stroke: PALETTE.blue, "stroke-width": 2.5,
     "stroke-dasharray": "6 4", class: "cf-curve cf-identity" });
   const mixedLine = s("polyline", { fill: "none", stroke: PALETTE.orange, "stroke-width": 2,
     "stroke-linejoin": "round", class: "cf-curve cf-mixed" });
   const identityDot = s("circle", { r: 4, fill: PALETTE.blue, class: "cf-identity-point" });
-  const handle = s("circle", { r: 7, fill: PALETTE.orange, stroke: "#000", "stroke-width": 1.5,
+  const handle = s("circle", { r: 7, fill: PALETTE.orange, stroke: INK.fg, "stroke-width": 1.5,
     class: "cf-handle", style: "cursor: grab" });
   const left = 54, right = 12;
   let width = 0, top = 0, plotW = 0, plotH = 0;
@@ -48,16 +48,16 @@ function render({ model, el }) {
     svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
     svg.style.maxWidth = `${width}px`;
     svg.replaceChildren();
-    svg.appendChild(s("rect", { x: left, y: top, width: plotW, height: plotH, fill: "#fff", stroke: "#444",
+    svg.appendChild(s("rect", { x: left, y: top, width: plotW, height: plotH, fill: INK.surface, stroke: INK.axis,
       class: "cf-plot-area", "data-m-min": 0, "data-m-max": mMax }));
     for (let m = 0; m <= mMax; m += 25) {
-      svg.appendChild(s("line", { x1: x(m), x2: x(m), y1: top + plotH, y2: top + plotH + 4, stroke: "#444" }));
+      svg.appendChild(s("line", { x1: x(m), x2: x(m), y1: top + plotH, y2: top + plotH + 4, stroke: INK.axis }));
       if (m % 50 === 0) svg.appendChild(s("text", { x: x(m), y: top + plotH + 16, "text-anchor": "middle" }, m));
     }
     for (let v = Math.ceil(yLo * 4) / 4; v <= yHi + 1e-9; v += 0.25) {
       const yy = y(v);
       svg.appendChild(s("line", { x1: left, x2: left + plotW, y1: yy, y2: yy,
-        stroke: Math.abs(v) < 1e-9 ? "#888" : "#e4e4e4" }));
+        stroke: Math.abs(v) < 1e-9 ? INK.zero : INK.grid }));
       if (Math.abs(v * 2 - Math.round(v * 2)) < 1e-9) {
         svg.appendChild(s("text", { x: left - 6, y: yy + 4, "text-anchor": "end" }, fmt(v, 2)));
       }

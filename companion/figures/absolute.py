@@ -1,4 +1,4 @@
-r"""Figure 1 (chapter 1): the position-position term of an attention score.
+r"""Chapter 1's interactive figure: the position-position term of an attention score.
 
 With :math:`x = e + PE` and :math:`M = W_Q^{\mathsf T} W_K`, the score contains the term
 :math:`PE(m)^{\mathsf T} M\, PE(m + k)`. Python computes it with
@@ -13,33 +13,34 @@ a different value at every :math:`m`.
 from __future__ import annotations
 
 import math
-import numbers
+from typing import Annotated
 
 import numpy as np
 import traitlets
 
-from .. import _checks
+from .._contracts import Count, EvenSize, Integer, NonNegativeReal, PositiveCounts, Positive, Seed, contract
 from ..absolute import dot_product_at_distance, position_score
 from ._base import PALETTE, Figure, esm
 
 DISTANCES = (1, 2, 4, 8, 16, 32)
 
 
-def random_mix(d: int = 64, sigma: float = 0.3, seed: int = 0) -> np.ndarray:
+@contract
+def random_mix(d: EvenSize = 64, sigma: NonNegativeReal = 0.3, seed: Seed = 0) -> np.ndarray:
     r"""The fixed random matrix :math:`R` (``d x d``, entries :math:`\mathcal N(0, \sigma^2)`).
 
     Drawn with ``numpy.random.default_rng(seed).normal(scale=sigma, size=(d, d))``. For
     unit-scale sinusoids the term :math:`PE(m)^{\mathsf T} R\, PE(m+k) / (d/2)` then has a
     standard deviation of about ``sigma`` over random pairs of positions.
     """
-    d = _checks.even_positive_int("d", d)
-    sigma = _checks.at_least("sigma", sigma, 0.0)
     return np.random.default_rng(seed).normal(scale=sigma, size=(d, d))
 
 
-def position_term_data(d: int = 64, base: float = 10000.0, m_max: int = 200,
-                       distances=DISTANCES, sigma: float = 0.3, seed: int = 0) -> dict:
-    r"""Everything figure 1 shows.
+@contract
+def position_term_data(d: EvenSize = 64, base: Positive = 10000.0, m_max: Count = 200,
+                       distances: Annotated[list, PositiveCounts(distinct=True)] = DISTANCES,
+                       sigma: NonNegativeReal = 0.3, seed: Seed = 0) -> dict:
+    r"""Everything chapter 1's figure shows.
 
     For each distance ``k`` in ``distances`` and every ``m = 0..m_max``, the values
     :math:`PE(m)^{\mathsf T} M\, PE(m + k) / (d/2)` from
@@ -52,13 +53,7 @@ def position_term_data(d: int = 64, base: float = 10000.0, m_max: int = 200,
     ``mixed_argmax`` where it is reached). ``y_range`` is a common vertical range for
     every distance. Values are rounded to 6 decimals.
     """
-    d = _checks.even_positive_int("d", d)
-    base = _checks.positive_float("base", base)
-    m_max = _checks.positive_int("m_max", m_max)
-    distances = tuple(_checks.positive_ints("distances", distances, distinct=True))
-    sigma = _checks.at_least("sigma", sigma, 0.0)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    distances = tuple(distances)
     m = np.arange(m_max + 1)
     identity = np.eye(d)
     mixed_matrix = identity + random_mix(d, sigma, seed)
@@ -141,9 +136,18 @@ class PositionTerm(Figure):
         return fig
 
 
-def position_term(k: int = 4, m: int = 50, d: int = 64, base: float = 10000.0, m_max: int = 200,
-                  distances=DISTANCES, sigma: float = 0.3, seed: int = 0) -> PositionTerm:
-    r"""Figure 1: :math:`PE(m)^{\mathsf T} M\, PE(m+k) / (d/2)` over ``m = 0..m_max`` at distance ``k``.
+def _shown_point(k, m, m_max, distances) -> None:
+    if k not in distances:
+        raise ValueError(f"k must be one of {tuple(distances)}, got {k!r}")
+    if m > m_max:
+        raise ValueError(f"m must be an integer in 0..{m_max}, got {m!r}")
+
+
+@contract(_shown_point)
+def position_term(k: Count = 4, m: Annotated[int, Integer(0)] = 50, d: EvenSize = 64, base: Positive = 10000.0,
+                  m_max: Count = 200, distances: Annotated[list, PositiveCounts(distinct=True)] = DISTANCES,
+                  sigma: NonNegativeReal = 0.3, seed: Seed = 0) -> PositionTerm:
+    r"""Chapter 1's figure: :math:`PE(m)^{\mathsf T} M\, PE(m+k) / (d/2)` over ``m = 0..m_max`` at distance ``k``.
 
     Two curves: :math:`M = I` (flat: it depends on ``k`` only) and :math:`M = I + R`
     with :math:`R` random (entries :math:`\mathcal N(0, \sigma^2)`, ``seed``), which
@@ -151,10 +155,6 @@ def position_term(k: int = 4, m: int = 50, d: int = 64, base: float = 10000.0, m
     (in ``0..m_max``) places the draggable point on the second curve.
     """
     data = position_term_data(d=d, base=base, m_max=m_max, distances=distances, sigma=sigma, seed=seed)
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k not in data["distances"]:
-        raise ValueError(f"k must be one of {data['distances']}, got {k!r}")
-    if isinstance(m, bool) or not isinstance(m, numbers.Integral) or not 0 <= m <= m_max:
-        raise ValueError(f"m must be an integer in 0..{m_max}, got {m!r}")
     flats = ", ".join(f"{f:.2f} at k = {kk}" for kk, f in zip(data["distances"], data["flat"]))
     ranges = ", ".join(f"{lo:.2f} to {hi:.2f} at k = {kk}"
                        for kk, lo, hi in zip(data["distances"], data["mixed_min"], data["mixed_max"]))

@@ -1,4 +1,4 @@
-// Figure 3: ALiBi's causal heatmap. Python (companion.figures.alibi) computes
+// Chapter 4's figure: ALiBi's causal heatmap. Python (companion.figures.alibi) computes
 // the scores and weights of every head; this script draws the chosen head and view.
 
 function render({ model, el }) {
@@ -13,7 +13,10 @@ function render({ model, el }) {
   const setView = toggleGroup(controls, "View", [["scores", "scores"], ["weights", "weights"]],
     (v) => { model.set("view", v); model.save_changes(); });
 
-  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", tabindex: "0",
+  // labels in viewBox units, large enough to stay over 9 px when a phone draws the map 350 px wide
+  root.appendChild(h("style", { text: ".companion-figure svg.cf-heatmap text { font-size: 12.5px; }" +
+    ".companion-figure svg.cf-heatmap .cf-axis-label { font-size: 13px; }" }));
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", tabindex: "0", class: "cf-heatmap",
     "aria-label": "Heatmap of query position against key position; use the arrow keys to read a cell" });
   svg.style.maxWidth = "480px";
   body.appendChild(svg);
@@ -29,7 +32,7 @@ function render({ model, el }) {
     }
     cells.push(row);
   }
-  svg.appendChild(s("rect", { x: left, y: top, width: size, height: size, fill: "none", stroke: "#444" }));
+  svg.appendChild(s("rect", { x: left, y: top, width: size, height: size, fill: "none", stroke: INK.axis }));
   for (let t = 0; t < n; t += 4) {
     svg.appendChild(s("text", { x: left + t * cell + cell / 2, y: top + size + 13, "text-anchor": "middle" }, t));
     svg.appendChild(s("text", { x: left - 5, y: top + t * cell + cell / 2 + 4, "text-anchor": "end" }, t));

@@ -1,4 +1,4 @@
-r"""Figure 3 (chapter 4): ALiBi's causal heatmap, one head at a time.
+r"""Chapter 4's interactive figure: ALiBi's causal heatmap, one head at a time.
 
 Each head :math:`h` adds :math:`-m_h (i - j)` to the score of query :math:`i` and key
 :math:`j` (Press, Smith & Lewis 2022). Python computes, for every head, the scores
@@ -10,17 +10,25 @@ row.
 """
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import traitlets
 
-from .. import _checks
+from .._contracts import Count, Integer, NonNegativeReal, OneOf, Seed, contract
 from ..alibi import bias, slopes
 from ..attention import scaled_dot_product_attention
 from ._base import Figure, esm
 
 
-def alibi_heatmap_data(n_heads: int = 8, n: int = 24, content_scale: float = 0.5, seed: int = 0) -> dict:
-    r"""Everything figure 3 shows.
+_VIEWS = OneOf("scores", "weights")
+#: What the heatmap shows: attention scores or weights.
+View = Annotated[str, _VIEWS]
+
+
+@contract
+def alibi_heatmap_data(n_heads: Count = 8, n: Count = 24, content_scale: NonNegativeReal = 0.5, seed: Seed = 0) -> dict:
+    r"""Everything chapter 4's figure shows.
 
     Scores :math:`s_{h,ij} = q_i \cdot k_j/\sqrt{d} - m_h (i - j)` for random unit-scale
     content (16-dimensional queries and keys with entries of standard deviation
@@ -30,9 +38,6 @@ def alibi_heatmap_data(n_heads: int = 8, n: int = 24, content_scale: float = 0.5
     queries of the weight on keys at distance 0, 1 or 2) and ``span90`` (per head, the
     smallest distance holding 90% of the last query's weight).
     """
-    n_heads = _checks.positive_int("n_heads", n_heads)
-    n = _checks.positive_int("n", n)
-    content_scale = _checks.at_least("content_scale", content_scale, 0.0)
     rng = np.random.default_rng(seed)
     d = 16
     q = rng.normal(scale=content_scale, size=(n, d)) * d**0.25
@@ -82,7 +87,7 @@ class AlibiHeatmap(Figure):
 
     @traitlets.validate("view")
     def _valid_view(self, proposal):
-        return _checks.one_of("view", proposal["value"], ("scores", "weights"))
+        return _VIEWS("view", proposal["value"])
 
     def static_figure(self):
         from matplotlib.figure import Figure as MplFigure
@@ -98,13 +103,16 @@ class AlibiHeatmap(Figure):
         return fig
 
 
-def alibi_heatmap(n_heads: int = 8, n: int = 24, head: int = 0, view: str = "weights",
-                  content_scale: float = 0.5, seed: int = 0) -> AlibiHeatmap:
-    """Figure 3: ALiBi's causal heatmap for ``n_heads`` heads; choose a head and a view."""
-    data = alibi_heatmap_data(n_heads=n_heads, n=n, content_scale=content_scale, seed=seed)
-    if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < n_heads:
+def _head_exists(n_heads, head) -> None:
+    if head >= n_heads:
         raise ValueError(f"head must be an integer in 0..{n_heads - 1}, got {head!r}")
-    _checks.one_of("view", view, ("scores", "weights"))
+
+
+@contract(_head_exists)
+def alibi_heatmap(n_heads: Count = 8, n: Count = 24, head: Annotated[int, Integer(0)] = 0, view: View = "weights",
+                  content_scale: NonNegativeReal = 0.5, seed: Seed = 0) -> AlibiHeatmap:
+    """Chapter 4's figure: ALiBi's causal heatmap for ``n_heads`` heads; choose a head and a view."""
+    data = alibi_heatmap_data(n_heads=n_heads, n=n, content_scale=content_scale, seed=seed)
     steep, gentle = 0, n_heads - 1
     description = (
         f"ALiBi heatmap of {n} causal positions for {n_heads} heads. Head 1 (slope "

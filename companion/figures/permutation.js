@@ -6,11 +6,11 @@ const PERMUTATION_CSS = `
 .pe-perm table { border-collapse: collapse; }
 .pe-perm caption { caption-side: top; text-align: left; font-weight: 600; padding-bottom: .2rem; }
 .pe-perm td, .pe-perm th { width: 2.6rem; height: 1.9rem; text-align: center; font-size: 12px;
-  border: 1px solid #ddd; padding: 0 .15rem; }
-.pe-perm th { background: #f3f3f3; font-weight: 600; }
+  border: 1px solid var(--cf-border); padding: 0 .15rem; }
+.pe-perm th { background: var(--cf-surface-2); font-weight: 600; }
 .pe-perm td.pe-flag { width: 4.5rem; font-weight: 600; }
-.pe-perm td.pe-same { color: #1b7837; }
-.pe-perm td.pe-differs { color: #b35806; }
+.pe-perm td.pe-same { color: var(--cf-text-green); }
+.pe-perm td.pe-differs { color: var(--cf-text-vermillion); }
 `;
 
 function blues(t) {
@@ -57,7 +57,7 @@ function render({ model, el }) {
       row.forEach((w) => {
         const td = h("td", { "data-value": String(w), text: w.toFixed(2) });
         td.style.background = blues(w);
-        td.style.color = w > 0.55 ? "#fff" : "#111";
+        td.style.color = inkOn(blues(w));
         tr.appendChild(td);
       });
       weights.appendChild(tr);
@@ -72,7 +72,7 @@ function render({ model, el }) {
       row.forEach((x) => {
         const td = h("td", { "data-value": String(x), text: x.toFixed(2) });
         td.style.background = purpleOrange(x / scale);
-        td.style.color = Math.abs(x / scale) > 0.6 ? "#fff" : "#111";
+        td.style.color = inkOn(purpleOrange(x / scale));
         tr.appendChild(td);
       });
       const same = result.same_as_original[i];

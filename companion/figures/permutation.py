@@ -1,4 +1,4 @@
-r"""Chapter 0's figure: reorder the tokens and watch the attention outputs follow.
+r"""Chapter 0's interactive figure: reorder the tokens and watch the attention outputs follow.
 
 For the three tokens ``A, B, C`` and each of the six orders, Python computes the
 self-attention weights and outputs (:func:`companion.attention.self_attention`),
@@ -9,17 +9,20 @@ token keeps its output row (permutation equivariance), with the mask most do not
 from __future__ import annotations
 
 from itertools import permutations
+from typing import Annotated
+
 import numpy as np
 import traitlets
 
-from .. import _checks
+from .._contracts import Count, Flag, Integer, Seed, contract
 from ..attention import causal_mask, self_attention
 from ._base import Figure, esm
 
 TOKENS = ("A", "B", "C")
 
 
-def permutation_results(seed: int = 0, d: int = 4) -> dict:
+@contract
+def permutation_results(seed: Seed = 0, d: Count = 4) -> dict:
     r"""Everything the figure shows, for all 3! orders and both mask settings.
 
     Returns a dict with ``tokens``, ``orders`` (lists of token labels), ``d``, and
@@ -27,7 +30,6 @@ def permutation_results(seed: int = 0, d: int = 4) -> dict:
     (3 x d, rows in the order's token order) and ``same_as_original`` (per row:
     does this token's output equal its output in the order A, B, C, to 1e-12?).
     """
-    d = _checks.positive_int("d", d)
     rng = np.random.default_rng(seed)
     embeddings = rng.normal(size=(len(TOKENS), d))
     w_q, w_k, w_v = (rng.normal(size=(d, d)) / np.sqrt(d) for _ in range(3))
@@ -88,11 +90,12 @@ class PermutationExplorer(Figure):
         return fig
 
 
-def permutation_explorer(seed: int = 0, d: int = 4, order_index: int = 4, causal: bool = False) -> PermutationExplorer:
+@contract
+def permutation_explorer(seed: Seed = 0, d: Count = 4,
+                         order_index: Annotated[int, Integer(0, 5, why="one of the 3! orders")] = 4,
+                         causal: Flag = False) -> PermutationExplorer:
     """Chapter 0's interactive figure (``order_index=4`` starts at the order C, A, B)."""
     data = permutation_results(seed=seed, d=d)
-    if isinstance(order_index, bool) or not isinstance(order_index, int) or not 0 <= order_index < len(data["orders"]):
-        raise ValueError(f"order_index must be an integer in 0..{len(data['orders']) - 1}, got {order_index!r}")
     description = (
         "Self-attention outputs for the tokens A, B, C in each of their six orders. Without a mask, "
         "every token's output row is the same in every order; with the causal mask a token keeps its "

@@ -1,4 +1,4 @@
-// Figure 2: RoPE on one pair of components. Python (companion.figures.rope)
+// Chapter 3's figure: RoPE on one pair of components. Python (companion.figures.rope)
 // supplies q, k, m, n and theta, and the starting score and curve from companion.rope.
 // Because q and k are dragged continuously, this script redoes the one small
 // computation itself (two plane rotations and a dot product) while it draws.
@@ -47,17 +47,20 @@ function render({ model, el }) {
   const left = s("svg", { viewBox: `0 0 ${W} 388`, class: "cf-plane",
     "aria-label": "One pair of components as plane vectors: faint arrows q and k, bold arrows q and k rotated by their positions; below, a number line with the positions m and n" });
   panel().appendChild(left);
-  left.appendChild(s("line", { x1: cx - 1.6 * R, x2: cx + 1.6 * R, y1: cy, y2: cy, stroke: "#ddd" }));
-  left.appendChild(s("line", { x1: cx, x2: cx, y1: cy - 1.6 * R, y2: cy + 1.6 * R, stroke: "#ddd" }));
+  left.appendChild(s("line", { x1: cx - 1.6 * R, x2: cx + 1.6 * R, y1: cy, y2: cy, stroke: INK.zero }));
+  left.appendChild(s("line", { x1: cx, x2: cx, y1: cy - 1.6 * R, y2: cy + 1.6 * R, stroke: INK.zero }));
   left.appendChild(s("circle", { cx, cy, r: R, fill: "none", stroke: PALETTE.grey, "stroke-width": 1 }));
   left.appendChild(s("text", { x: cx + R * 0.72 + 4, y: cy + R * 0.72 + 14 }, "unit circle"));
 
-  function makeArrow(name, colour, bold) {
-    const g = s("g", { class: "cf-arrow", "data-arrow": name, opacity: bold ? 1 : 0.45 });
-    const line = s("line", { x1: cx, y1: cy, stroke: colour, "stroke-width": bold ? 4 : 2, "stroke-linecap": "round" });
-    const head = s("polygon", { fill: colour });
+  // a faint arrow (the content vector) is drawn see-through; its label is not, so it reads
+  function makeArrow(name, colourName, bold) {
+    const colour = PALETTE[colourName], faint = bold ? 1 : 0.45;
+    const g = s("g", { class: "cf-arrow", "data-arrow": name });
+    const line = s("line", { x1: cx, y1: cy, stroke: colour, "stroke-width": bold ? 4 : 2, "stroke-linecap": "round",
+      opacity: faint });
+    const head = s("polygon", { fill: colour, opacity: faint });
     const label = s("text", { "text-anchor": "middle", "font-weight": bold ? "600" : "400" });
-    label.style.fill = colour;
+    label.style.fill = textColour(colourName);
     g.append(line, head, label);
     left.appendChild(g);
     return { g, line, head, label, bold };
@@ -101,12 +104,12 @@ function render({ model, el }) {
   }
 
   const arrows = {
-    q: makeArrow("q", PALETTE.blue, false),
-    k: makeArrow("k", PALETTE.vermillion, false),
-    qRot: makeArrow("q-rot", PALETTE.blue, true),
-    kRot: makeArrow("k-rot", PALETTE.vermillion, true),
+    q: makeArrow("q", "blue", false),
+    k: makeArrow("k", "vermillion", false),
+    qRot: makeArrow("q-rot", "blue", true),
+    kRot: makeArrow("k-rot", "vermillion", true),
   };
-  left.appendChild(s("circle", { cx, cy, r: 3, fill: "#222" }));
+  left.appendChild(s("circle", { cx, cy, r: 3, fill: INK.fg }));
 
   // Handles at the tips of the content arrows: drag them, or focus and use the arrow keys.
   function makeHandle(name, colour) {
@@ -131,17 +134,18 @@ function render({ model, el }) {
     const maxPos = model.get("max_position");
     if (drawnMax === maxPos) return;
     drawnMax = maxPos;
-    ticks.replaceChildren(s("line", { x1: lineX0, x2: lineX1, y1: lineY, y2: lineY, stroke: "#444" }));
+    ticks.replaceChildren(s("line", { x1: lineX0, x2: lineX1, y1: lineY, y2: lineY, stroke: INK.axis }));
     const every = maxPos <= 20 ? 1 : Math.ceil(maxPos / 15);
     for (let p = 0; p <= maxPos; p += every) {
-      ticks.appendChild(s("line", { x1: xOfPos(p), x2: xOfPos(p), y1: lineY - 4, y2: lineY + 4, stroke: "#444" }));
+      ticks.appendChild(s("line", { x1: xOfPos(p), x2: xOfPos(p), y1: lineY - 4, y2: lineY + 4, stroke: INK.axis }));
       const t = s("text", { x: xOfPos(p), y: lineY + 30, "text-anchor": "middle" }, String(p));
       t.style.fontSize = "9px";
       ticks.appendChild(t);
     }
   }
 
-  function makeMarker(name, colour, above) {
+  function makeMarker(name, colourName, above) {
+    const colour = PALETTE[colourName];
     const g = s("g", { class: "cf-marker", "data-marker": name, tabindex: "0", role: "slider",
       "aria-label": name === "m" ? "query position m" : "key position n", "aria-valuemin": "0", cursor: "grab" });
     const sign = above ? -1 : 1;
@@ -149,12 +153,12 @@ function render({ model, el }) {
     g.appendChild(s("polygon", { points: `0,${sign * 2} -7,${sign * 15} 7,${sign * 15}`, fill: colour }));
     const label = s("text", above ? { x: 0, y: -20, "text-anchor": "middle", "font-weight": "600" }
       : { x: 10, y: 16, "text-anchor": "start", "font-weight": "600" }, name);
-    label.style.fill = colour;
+    label.style.fill = textColour(colourName);
     g.appendChild(label);
     left.appendChild(g);
     return g;
   }
-  const markers = { m: makeMarker("m", PALETTE.blue, true), n: makeMarker("n", PALETTE.vermillion, false) };
+  const markers = { m: makeMarker("m", "blue", true), n: makeMarker("n", "vermillion", false) };
 
   // ---- right panel: the score against m - n ----------------------------------------
   const RW = 340, RH = 300, pl = 52, pr = 330, pt = 14, pb = 250;
@@ -168,8 +172,8 @@ function render({ model, el }) {
   const guideV = s("line", { stroke: PALETTE.green, "stroke-dasharray": "3 3", "stroke-width": 1 });
   const guideH = s("line", { stroke: PALETTE.green, "stroke-dasharray": "3 3", "stroke-width": 1 });
   guides.append(guideV, guideH);
-  const point = s("circle", { r: 7, fill: PALETTE.green, stroke: "#000", "stroke-width": 1.2, class: "cf-score-point" });
-  const pointLabel = s("text", { "font-weight": "600" });
+  const point = s("circle", { r: 7, fill: PALETTE.green, stroke: INK.fg, "stroke-width": 1.2, class: "cf-score-point" });
+  const pointLabel = s("text", { "font-weight": "600", fill: INK.fg });
   right.append(grid, guides, curveLine, dots, point, pointLabel);
   right.appendChild(s("text", { x: (pl + pr) / 2, y: RH - 8, "text-anchor": "middle", class: "cf-axis-label" },
     "m − n (positions)"));
@@ -188,16 +192,16 @@ function render({ model, el }) {
     const step = yMax > 1.25 ? 0.5 : 0.25;
     for (let v = -yMax; v <= yMax + 1e-9; v += step) {
       const y = yOfS(v);
-      grid.appendChild(s("line", { x1: pl, x2: pr, y1: y, y2: y, stroke: Math.abs(v) < 1e-9 ? "#999" : "#eee" }));
+      grid.appendChild(s("line", { x1: pl, x2: pr, y1: y, y2: y, stroke: Math.abs(v) < 1e-9 ? INK.zero : INK.grid }));
       grid.appendChild(s("text", { x: pl - 5, y: y + 4, "text-anchor": "end" }, fmt(Math.round(v * 100) / 100, 3)));
     }
     const xStep = maxPos <= 20 ? 5 : Math.ceil(maxPos / 4);
     for (let d = -Math.floor(maxPos / xStep) * xStep; d <= maxPos; d += xStep) {
       const x = xOfD(d);
-      grid.appendChild(s("line", { x1: x, x2: x, y1: pt, y2: pb, stroke: d === 0 ? "#999" : "#eee" }));
+      grid.appendChild(s("line", { x1: x, x2: x, y1: pt, y2: pb, stroke: d === 0 ? INK.zero : INK.grid }));
       grid.appendChild(s("text", { x, y: pb + 15, "text-anchor": "middle" }, String(d)));
     }
-    grid.appendChild(s("rect", { x: pl, y: pt, width: pr - pl, height: pb - pt, fill: "none", stroke: "#444" }));
+    grid.appendChild(s("rect", { x: pl, y: pt, width: pr - pl, height: pb - pt, fill: "none", stroke: INK.axis }));
   }
 
   // ---- interaction -------------------------------------------------------------------
@@ -359,7 +363,7 @@ function render({ model, el }) {
     curveLine.setAttribute("d", parts.join(""));
     if (dots.childElementCount !== 2 * maxPos + 1) {
       dots.replaceChildren();
-      for (let j = -maxPos; j <= maxPos; j++) dots.appendChild(s("circle", { r: 2.4, fill: "#555", class: "cf-curve-dot", "data-d": j }));
+      for (let j = -maxPos; j <= maxPos; j++) dots.appendChild(s("circle", { r: 2.4, fill: INK.muted, class: "cf-curve-dot", "data-d": j }));
     }
     for (const dot of dots.children) {
       const j = Number(dot.dataset.d), v = ropeRelative(q, k, j, theta);

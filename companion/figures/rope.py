@@ -1,4 +1,4 @@
-r"""Figure 2 (chapter 3): RoPE on one pair of components, drawn as plane vectors.
+r"""Chapter 3's interactive figure: RoPE on one pair of components, drawn as plane vectors.
 
 A query's pair ``q`` at position ``m`` is turned by ``m theta``, a key's pair ``k``
 at position ``n`` by ``n theta`` (Su et al. 2021, "RoFormer"). Their dot product
@@ -13,12 +13,12 @@ with :mod:`companion.rope` whenever ``q``, ``k``, ``m``, ``n`` or ``theta`` chan
 from __future__ import annotations
 
 import math
-import numbers
+from typing import Annotated
 
 import numpy as np
 import traitlets
 
-from .. import _checks
+from .._contracts import Count, Integer, Kind, Real, contract
 from .. import rope
 from ._base import PALETTE, Figure, esm
 
@@ -27,25 +27,39 @@ LENGTH_RANGE = (0.2, 1.5)
 _SLACK = 1e-3  # values rounded by the drawing may sit this far outside LENGTH_RANGE
 
 
-def _vector(name: str, value, slack: float = 0.0) -> np.ndarray:
-    """``value`` as a plane vector (2 finite numbers) whose length lies in LENGTH_RANGE."""
-    try:
-        out = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a plane vector of 2 real numbers, got {value!r}") from err
-    if out.shape != (2,) or not np.all(np.isfinite(out)):
-        raise ValueError(f"{name} must be a plane vector of 2 finite real numbers, got {value!r}")
-    length = float(np.hypot(*out))
-    low, high = LENGTH_RANGE
-    if not low - slack <= length <= high + slack:
-        raise ValueError(f"{name} must have length between {low} and {high}, got {length:.4g}")
-    return out
+class PlaneVector(Kind):
+    """A plane vector (2 finite numbers) whose length lies in LENGTH_RANGE, widened by ``slack``."""
+
+    def __init__(self, slack: float = 0.0):
+        self.slack = slack
+
+    def __call__(self, name, value):
+        try:
+            out = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be a plane vector of 2 real numbers, got {value!r}") from err
+        if out.shape != (2,) or not np.all(np.isfinite(out)):
+            raise ValueError(f"{name} must be a plane vector of 2 finite real numbers, got {value!r}")
+        length = float(np.hypot(*out))
+        low, high = LENGTH_RANGE
+        if not low - self.slack <= length <= high + self.slack:
+            raise ValueError(f"{name} must have length between {low} and {high}, got {length:.4g}")
+        return out
 
 
-def _position(name: str, value, max_position: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value <= max_position:
-        raise ValueError(f"{name} must be an integer in 0..{max_position}, got {value!r}")
-    return int(value)
+_TURN = Real(gt=0)
+#: A content arrow: a plane vector of length 0.2 to 1.5.
+Arrow = Annotated[np.ndarray, PlaneVector()]
+#: A position on the figure's axis (at most ``max_position``, a rule).
+AxisPosition = Annotated[int, Integer(0)]
+#: The pair's turn per position, rad.
+Turn = Annotated[float, _TURN]
+
+
+def _on_the_axis(m, n, max_position) -> None:
+    for name, value in (("m", m), ("n", n)):
+        if value > max_position:
+            raise ValueError(f"{name} must be an integer in 0..{max_position}, got {value!r}")
 
 
 def _round(values, digits: int = 6) -> list:
@@ -64,9 +78,10 @@ def rope_scores(q, k, m: int, n: int, theta: float, max_position: int = 15) -> t
     return round(float(rope.score(q, k, m, n, [theta])), 6), _round(curve)
 
 
-def rope_rotation_data(q=(0.95, 0.25), k=(0.55, 0.75), m: int = 5, n: int = 2, theta: float = 0.4,
-                       max_position: int = 15) -> dict:
-    r"""Everything figure 2 shows at the start.
+@contract(_on_the_axis)
+def rope_rotation_data(q: Arrow = (0.95, 0.25), k: Arrow = (0.55, 0.75), m: AxisPosition = 5, n: AxisPosition = 2,
+                       theta: Turn = 0.4, max_position: Count = 15) -> dict:
+    r"""Everything chapter 3's figure shows at the start.
 
     ``q`` and ``k``: one pair of a query and of a key (plane vectors of length 0.2 to
     1.5); ``m`` and ``n``: their positions (integers in ``0..max_position``);
@@ -77,10 +92,7 @@ def rope_rotation_data(q=(0.95, 0.25), k=(0.55, 0.75), m: int = 5, n: int = 2, t
     :func:`companion.rope.score`), with ``rotated_q`` and ``rotated_k``
     (:func:`companion.rope.rotate`) for the description.
     """
-    max_position = _checks.positive_int("max_position", max_position)
-    theta = _checks.positive_float("theta", theta)
-    q, k = _vector("q", q), _vector("k", k)
-    m, n = _position("m", m, max_position), _position("n", n, max_position)
+    q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
     score, curve = rope_scores(q, k, m, n, theta, max_position)
     return {
         "q": _round(q),
@@ -133,21 +145,21 @@ class RopeRotation(Figure):
     def _valid_vector(self, proposal):
         name = proposal["trait"].name
         try:
-            return _round(_vector(name, proposal["value"], slack=_SLACK))
+            return _round(PlaneVector(slack=_SLACK)(name, proposal["value"]))
         except ValueError as err:
             raise traitlets.TraitError(str(err)) from err
 
     @traitlets.validate("m", "n")
     def _valid_position(self, proposal):
         try:
-            return _position(proposal["trait"].name, proposal["value"], self.max_position)
+            return Integer(0, self.max_position)(proposal["trait"].name, proposal["value"])
         except ValueError as err:
             raise traitlets.TraitError(str(err)) from err
 
     @traitlets.validate("theta")
     def _valid_theta(self, proposal):
         try:
-            return _checks.positive_float("theta", proposal["value"])
+            return _TURN("theta", proposal["value"])
         except ValueError as err:
             raise traitlets.TraitError(str(err)) from err
 
@@ -201,9 +213,10 @@ def _degrees(v) -> float:
     return math.degrees(math.atan2(v[1], v[0])) % 360
 
 
-def rope_rotation(q=(0.95, 0.25), k=(0.55, 0.75), m: int = 5, n: int = 2, theta: float = 0.4,
-                  max_position: int = 15) -> RopeRotation:
-    """Figure 2: drag ``q``, ``k`` and the positions ``m``, ``n``; move both and the score stays."""
+@contract(_on_the_axis)
+def rope_rotation(q: Arrow = (0.95, 0.25), k: Arrow = (0.55, 0.75), m: AxisPosition = 5, n: AxisPosition = 2,
+                  theta: Turn = 0.4, max_position: Count = 15) -> RopeRotation:
+    """Chapter 3's figure: drag ``q``, ``k`` and the positions ``m``, ``n``; move both and the score stays."""
     data = rope_rotation_data(q=q, k=k, m=m, n=n, theta=theta, max_position=max_position)
     rotated_q, rotated_k = data.pop("rotated_q"), data.pop("rotated_k")
     curve = data["curve"]

@@ -1,4 +1,4 @@
-// Figure 4: which RoPE pairs leave the trained range at length sL. Python
+// Chapter 6's figure: which RoPE pairs leave the trained range at length sL. Python
 // (companion.figures.scaling) computes every ratio, frequency and count for
 // every method and scale; this script draws the chosen method at the chosen scale.
 
@@ -45,7 +45,7 @@ function render({ model, el }) {
     h("span", {}, [swatch(`background:${PALETTE.blue}`), document.createTextNode("within the trained range")]),
     h("span", {}, [swatch(`background:${PALETTE.vermillion}`), document.createTextNode("beyond the trained range")]),
     h("span", {}, [swatch("background:rgba(153,153,153,.3)"), document.createTextNode("< 1 turn in training")]),
-    h("span", {}, [swatch(`border-top:2px dashed ${PALETTE.black};height:0;border-radius:0`),
+    h("span", {}, [swatch("border-top:2px dashed var(--cf-fg);height:0;border-radius:0"),
       document.createTextNode("ratio 1: as in training")]),
   ]);
   body.append(count, legend);
@@ -74,13 +74,13 @@ function render({ model, el }) {
   if (nSlow > 0) {
     svg.appendChild(s("rect", { x: x(firstSlow), y: top, width: x(nPairs) - x(firstSlow), height: ph,
       fill: PALETTE.grey, "fill-opacity": 0.22, class: "cf-slow-band", "data-first": firstSlow, "data-count": nSlow }));
-    svg.appendChild(s("line", { x1: x(firstSlow), x2: x(firstSlow), y1: top, y2: yBottom, stroke: "#666",
+    svg.appendChild(s("line", { x1: x(firstSlow), x2: x(firstSlow), y1: top, y2: yBottom, stroke: INK.zero,
       "stroke-dasharray": "3 3" }));
   }
   const ticks = [];
   for (let v = 1; v <= sMax; v *= 2) ticks.push(v);
   for (const v of ticks) {
-    svg.appendChild(s("line", { x1: left, x2: left + pw, y1: y(v), y2: y(v), stroke: "#ddd" }));
+    svg.appendChild(s("line", { x1: left, x2: left + pw, y1: y(v), y2: y(v), stroke: INK.grid }));
     svg.appendChild(s("text", { x: left - 5, y: y(v) + 4, "text-anchor": "end" }, String(v)));
   }
   const bars = [], hits = [];
@@ -89,9 +89,9 @@ function render({ model, el }) {
     svg.appendChild(bar);
     bars.push(bar);
   }
-  svg.appendChild(s("line", { x1: left, x2: left + pw, y1: y(1), y2: y(1), stroke: PALETTE.black,
+  svg.appendChild(s("line", { x1: left, x2: left + pw, y1: y(1), y2: y(1), stroke: INK.fg,
     "stroke-width": 1.5, "stroke-dasharray": "6 4", class: "cf-ref", "data-value": 1 }));
-  svg.appendChild(s("rect", { x: left, y: top, width: pw, height: ph, fill: "none", stroke: "#444" }));
+  svg.appendChild(s("rect", { x: left, y: top, width: pw, height: ph, fill: "none", stroke: INK.axis }));
   for (let i = 0; i < nPairs; i += 8) {
     svg.appendChild(s("text", { x: x(i) + step / 2, y: yBottom + 16, "text-anchor": "middle" }, String(i)));
   }

@@ -1,4 +1,4 @@
-r"""Figure 4 (chapter 6): which RoPE pairs leave the trained range at length ``s L``.
+r"""Chapter 6's interactive figure: which RoPE pairs leave the trained range at length ``s L``.
 
 A RoPE model trained on ``L`` positions has seen every angle of its fast pairs, but
 its slow pairs (less than one full turn in training, ``L theta_i < 2 pi``) have only
@@ -6,19 +6,19 @@ seen angles up to ``L theta_i``. Run at length ``s L``, pair ``i`` reaches
 ``s L theta'_i``, with ``theta'`` the frequencies of the chosen context-extension
 method; the figure shows, per pair, the ratio ``s theta'_i / theta_i`` of that
 largest angle to the largest angle seen in training. Python computes every number
-with :func:`companion.scaling.extension` (and :func:`companion.scaling.frequencies`,
+with :func:`companion.trained_range.extension` (and :func:`companion.scaling.frequencies`,
 :func:`companion.scaling.training_turns`) for every method and every integer scale;
 the drawing shows one method at one scale.
 """
 from __future__ import annotations
 
-import numbers
+from typing import Annotated
 
 import numpy as np
 import traitlets
 
-from .. import _checks
-from .. import rope, scaling
+from .. import rope, scaling, trained_range
+from .._contracts import MAX_POSITION, Count, Integer, OneOf, Positive, contract
 from ._base import PALETTE, Figure, esm
 
 #: The methods the figure offers: (name in :data:`companion.scaling.METHODS`, label).
@@ -29,11 +29,25 @@ FIGURE_METHODS = (
     ("yarn", "YaRN"),
 )
 _NAMES = tuple(name for name, _ in FIGURE_METHODS)
+_METHOD = OneOf(*_NAMES)
+#: A method the figure offers.
+FigureMethod = Annotated[str, _METHOD]
+#: A head width for the figure (NTK-aware scaling needs d >= 4).
+FigureWidth = Annotated[int, Integer(4, MAX_POSITION, even=True, why="NTK-aware scaling needs it")]
+#: The largest scale offered.
+MaxScale = Annotated[int, Integer(2)]
 
 
-def context_extension_data(d: int = 128, L: int = scaling.LLAMA2_CONTEXT, base: float = scaling.ROFORMER_BASE,
-                           max_s: int = 32) -> dict:
-    r"""Everything figure 4 shows, for every method and every scale ``s = 1 .. max_s``.
+def _base_not_one(base) -> None:
+    if base == 1.0:
+        raise ValueError("base must be a finite real number > 0 and != 1, got 1.0")
+
+
+@contract(_base_not_one)
+def context_extension_data(d: FigureWidth = 128, L: Count = scaling.LLAMA2_CONTEXT,
+                           base: Positive = scaling.ROFORMER_BASE,
+                           max_s: MaxScale = 32) -> dict:
+    r"""Everything chapter 6's figure shows, for every method and every scale ``s = 1 .. max_s``.
 
     Per pair ``i`` (``d/2`` pairs): ``theta`` (``theta_i = base^(-2i/d)``, rad/token)
     and ``turns`` (``r_i = L theta_i / (2 pi)``, turns in training). Per method (keys
@@ -41,18 +55,8 @@ def context_extension_data(d: int = 128, L: int = scaling.LLAMA2_CONTEXT, base: 
     ``ratio`` (``s theta'_i / theta_i``), ``scaled_freq`` (``theta'_i``, rad/token),
     ``out`` (beyond the trained range), ``n_out``, ``worst`` (largest ratio among the
     slow pairs), ``kept`` (pairs whose frequency is unchanged, ``theta'_i = theta_i``)
-    and ``attention_factor``. All from :func:`companion.scaling.extension`.
+    and ``attention_factor``. All from :func:`companion.trained_range.extension`.
     """
-    d = _checks.even_positive_int("d", d)
-    if d < 4:
-        raise ValueError(f"d must be an even integer >= 4 (NTK-aware scaling needs it), got {d}")
-    L = _checks.positive_int("L", L)
-    base = _checks.positive_float("base", base)
-    if base == 1.0:
-        raise ValueError("base must be a finite real number > 0 and != 1, got 1.0")
-    max_s = _checks.positive_int("max_s", max_s)
-    if max_s < 2:
-        raise ValueError(f"max_s must be an integer >= 2, got {max_s}")
     theta = rope.inv_freq(d, base)
     turns = scaling.training_turns(theta, L)
     s_values = list(range(1, max_s + 1))
@@ -60,7 +64,7 @@ def context_extension_data(d: int = 128, L: int = scaling.LLAMA2_CONTEXT, base: 
     n_slow = None
     for method in _NAMES:
         for s in s_values:
-            ext = scaling.extension(method, d=d, s=float(s), L=L, base=base)
+            ext = trained_range.extension(method, d=d, s=float(s), L=L, base=base)
             freq = scaling.frequencies(method, d, s=float(s), L=L, base=base).inv_freq
             n_slow = ext.n_slow
             ratio[method].append([float(x) for x in np.round(ext.ratio, 9)])
@@ -119,7 +123,7 @@ class ContextExtension(Figure):
 
     @traitlets.validate("method")
     def _valid_method(self, proposal):
-        return _checks.one_of("method", proposal["value"], _NAMES)
+        return _METHOD("method", proposal["value"])
 
     @traitlets.validate("s")
     def _valid_s(self, proposal):
@@ -164,26 +168,29 @@ class ContextExtension(Figure):
         return fig
 
 
-def context_extension(method: str = "none", s: int = 8, pair: int | None = None, d: int = 128,
-                      L: int = scaling.LLAMA2_CONTEXT, base: float = scaling.ROFORMER_BASE,
-                      max_s: int = 32) -> ContextExtension:
-    """Figure 4: per RoPE pair, the largest angle at length ``s L`` over the largest in training.
+def _scale_and_pair_shown(s, pair, d, max_s) -> None:
+    if s > max_s:
+        raise ValueError(f"s must be an integer in 1..{max_s}, got {s!r}")
+    if pair is not None and pair >= d // 2:
+        raise ValueError(f"pair must be an integer in 0..{d // 2 - 1}, got {pair!r}")
+
+
+@contract(_scale_and_pair_shown, _base_not_one)
+def context_extension(method: FigureMethod = "none", s: Count = 8, pair: Annotated[int, Integer(0)] | None = None,
+                      d: FigureWidth = 128, L: Count = scaling.LLAMA2_CONTEXT, base: Positive = scaling.ROFORMER_BASE,
+                      max_s: MaxScale = 32) -> ContextExtension:
+    """Chapter 6's figure: per RoPE pair, the largest angle at length ``s L`` over the largest in training.
 
     ``method`` is one of ``"none"``, ``"pi"``, ``"ntk"``, ``"yarn"``; ``s`` an integer
     scale in ``1 .. max_s``; ``pair`` the pair shown in the readout (default: the
     fastest pair that never made a full turn in training). Defaults: Llama 2 (head
     dimension 128, base 10000, ``L = 4096``) at ``s = 8``.
     """
-    method = _checks.one_of("method", method, _NAMES)
-    data = context_extension_data(d=d, L=L, base=base, max_s=max_s)
-    if isinstance(s, bool) or not isinstance(s, numbers.Integral) or not 1 <= s <= max_s:
-        raise ValueError(f"s must be an integer in 1..{max_s}, got {s!r}")
-    s = int(s)
+    data = context_extension_data.__wrapped__(d=d, L=L, base=base, max_s=max_s)
     n_pairs = d // 2
     if pair is None:
+        # the fastest pair that never made a full turn in training
         pair = min(n_pairs - data["n_slow"], n_pairs - 1)
-    if isinstance(pair, bool) or not isinstance(pair, numbers.Integral) or not 0 <= pair < n_pairs:
-        raise ValueError(f"pair must be an integer in 0..{n_pairs - 1}, got {pair!r}")
     k = s - 1
     labels = dict(FIGURE_METHODS)
 

@@ -17,3 +17,30 @@
   let pending = null;
   window.addEventListener("resize", () => { clearTimeout(pending); pending = setTimeout(mark, 150); });
 })();
+
+// A formula, table or block of code wider than its box scrolls inside the box; mark the
+// edges where there is more to see, so that the box fades out there (book.css).
+(function () {
+  "use strict";
+  const SCROLLERS = ".bd-article div.math, .bd-article span.math.math-wide, .bd-article table, " +
+    ".bd-article div[class*='highlight'] pre, .bd-article dl.py";
+  function edges(box) {
+    const more = box.scrollWidth - box.clientWidth > 1;
+    box.classList.toggle("scroll-more-left", more && box.scrollLeft > 1);
+    box.classList.toggle("scroll-more-right", more && box.scrollLeft + box.clientWidth < box.scrollWidth - 1);
+  }
+  function markAll() {
+    for (const box of document.querySelectorAll(SCROLLERS)) {
+      edges(box);
+      if (!box.dataset.scrollWatched) {
+        box.dataset.scrollWatched = "1";
+        box.addEventListener("scroll", () => edges(box), { passive: true });
+      }
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", markAll);
+  else markAll();
+  window.addEventListener("load", markAll);
+  let pending = null;
+  window.addEventListener("resize", () => { clearTimeout(pending); pending = setTimeout(markAll, 200); });
+})();

@@ -1,0 +1,342 @@
+"""companion._contracts: parameters declared once, checked before the body, defaults pinned to their sources.
+
+The declarations themselves are exercised on every public callable by
+``tests/test_bad_inputs.py``; here the mechanism (conversion, rules, results, the
+unchecked body), the promise that bodies hold no checks, and the defaults.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+import bad_inputs  # noqa: E402  (a sibling module, not a package)
+
+from companion import _contracts, alibi, configs, layers, mrope, nope, precision, relative, rope, scaling, sinks  # noqa: E402,E501
+from companion._contracts import (EvenSize, Finite, Frequencies, Integer, Positions, Positive, Size,  # noqa: E402
+                                  contract, keys_after_queries)
+
+PACKAGE = Path(__file__).resolve().parent.parent / "companion"
+
+
+# --- the mechanism ----------------------------------------------------------------------
+
+@contract(keys_after_queries)
+def _sizes(n_queries: Size, n_keys: Size | None = None):
+    return n_queries, n_keys
+
+
+@contract
+def _ladder(d: EvenSize, base: Positive = 10000.0, positions: Positions | None = None):
+    return d, base, positions
+
+
+def test_arguments_are_converted_before_the_body_runs():
+    d, base, positions = _ladder(np.int64(8), np.float32(2.5), [0, 3, 7])
+    assert type(d) is int and type(base) is float and base == 2.5
+    assert isinstance(positions, np.ndarray) and positions.dtype == np.int64
+    assert _ladder(8, positions=torch.tensor([1, 2]))[2].tolist() == [1, 2]
+
+
+def test_a_message_names_the_parameter_the_range_and_why():
+    with pytest.raises(ValueError) as err:
+        _ladder(7)
+    assert str(err.value) == "d must be an even integer in 2..4294967296 (components come in pairs), got 7"
+    with pytest.raises(ValueError, match=r"^base must be a finite real number > 0, got -1.0$"):
+        _ladder(8, -1.0)
+    with pytest.raises(ValueError, match=r"^positions must be non-negative integers, got a minimum of -1$"):
+        _ladder(8, positions=[0, -1])
+
+
+def test_none_is_accepted_only_where_the_default_is_none():
+    assert _sizes(3) == (3, None)
+    with pytest.raises(ValueError, match="n_queries must be an integer in 1..4294967296, got None"):
+        _sizes(None)
+
+
+def test_rules_see_the_converted_arguments_and_name_them():
+    assert _sizes(np.int64(2), np.int32(5)) == (2, 5)
+    with pytest.raises(ValueError, match=r"n_keys must be >= n_queries \(3\): the queries are the last positions"):
+        _sizes(3, 2)
+
+
+def test_the_unchecked_body_is_the_wrapped_function():
+    assert _sizes.__wrapped__(3, 2) == (3, 2)  # no rule, no conversion
+    assert rope.inv_freq.__wrapped__(8, 10000.0).shape == (4,)
+    assert inspect.signature(rope.inv_freq) == inspect.signature(rope.inv_freq.__wrapped__)
+    assert rope.inv_freq.__doc__ == rope.inv_freq.__wrapped__.__doc__
+
+
+def test_a_wrong_call_gets_pythons_own_type_error():
+    for call in (lambda: _sizes(), lambda: _sizes(1, 2, 3), lambda: _sizes(1, n_queries=2), lambda: _sizes(1, m=2)):
+        with pytest.raises(TypeError, match="_sizes"):
+            call()
+
+
+def test_declarations_are_complete_when_made():
+    with pytest.raises(TypeError, match="parameter b has no declared kind"):
+        @contract
+        def f(a: Size, b):
+            return a
+
+    with pytest.raises(TypeError, match="names no parameter"):
+        @contract(keys_after_queries)
+        def g(n_queries: Size):
+            return n_queries
+
+
+def test_an_overflowing_result_is_blamed_on_the_inputs_declared():
+    @contract(result=Finite("x", "scale x down"))
+    def square(x: Positive):
+        return x ** 2
+
+    assert square(3.0) == 9.0
+    with pytest.raises(ValueError, match=r"x must be small enough for a finite result.*scale x down"):
+        square(1e200)  # Python's float raises OverflowError, numpy's gives inf: both are refused
+    with pytest.raises(ValueError, match="x must be small enough"):
+        square(np.float64(1e200))
+
+
+def test_a_dataclass_is_declared_by_its_fields():
+    frequencies = scaling.Frequencies([1.0, 0.5])
+    assert isinstance(frequencies.inv_freq, np.ndarray) and frequencies.attention_factor == 1.0
+    with pytest.raises(ValueError, match="inv_freq must be a non-empty 1-D array of frequencies > 0"):
+        scaling.Frequencies([1.0, -0.5])
+
+
+def test_kinds_describe_their_ranges():
+    assert Integer(0).describe() == "an integer >= 0"
+    assert _contracts.Real(gt=0.0, le=1.0, why="a fraction").describe() == \
+        "a finite real number in (0.0, 1.0] (a fraction)"
+
+
+# --- bodies are the math ------------------------------------------------------------------
+
+MATH_MODULES = ["attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "trained_range",
+                "interpolation", "sampling", "configs", "precision", "symbolic"]
+
+
+def _public_definitions():
+    for module in MATH_MODULES:
+        tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+        public = set(bad_inputs.MODULES[module].__all__)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name in public:
+                yield f"{module}.{node.name}", node
+            if isinstance(node, ast.ClassDef) and node.name in public:
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and (not item.name.startswith("_") or item.name == "__init__"):
+                        yield f"{module}.{node.name}.{item.name}", item
+
+
+def test_no_public_function_checks_its_arguments_in_its_body():
+    checking = []
+    for name, node in _public_definitions():
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Raise) or (isinstance(sub, ast.Call) and "_contracts" in ast.unparse(sub.func)):
+                checking.append(f"{name} (line {sub.lineno})")
+    assert not checking, f"checks in the bodies of public functions (declare them instead): {checking}"
+
+
+def test_only_the_lab_still_calls_the_old_checks_by_hand():
+    users = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+             if re.search(r"\b_checks\b", p.read_text()) and "lab" not in p.parts and p.name != "_checks.py"]
+    assert not users, f"modules that call companion._checks instead of declaring contracts: {users}"
+
+
+def test_import_companion_loads_no_submodule_sympy_or_figures():
+    code = ("import sys, companion; heavy = [m for m in ('sympy', 'torch', 'companion.figures', 'companion.rope') "
+            "if m in sys.modules]; print(heavy); companion.rope; print('companion.rope' in sys.modules, "
+            "'sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "[]" and out[1] == "True False"
+
+
+# --- defaults are part of the contract -----------------------------------------------------
+
+def _defaults():
+    for key in bad_inputs.public_callables():
+        obj = bad_inputs.resolve(key)
+        declared = bad_inputs.contract_of(key)
+        signature = inspect.signature(obj.__init__ if isinstance(obj, type) else obj)
+        for name, kind in declared.kinds.items():
+            default = signature.parameters[name].default
+            if default is not inspect.Parameter.empty and not (default is None and name in declared.optional):
+                yield key, name, kind, default
+
+
+@pytest.mark.parametrize("key, name, kind, default", list(_defaults()), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_default_is_a_value_of_its_own_kind(key, name, kind, default):
+    converted = kind(name, default)
+    if isinstance(converted, np.ndarray):
+        assert np.array_equal(converted, np.asarray(default)), (key, name)
+    else:
+        assert converted == default, (key, name)
+
+
+def _hf_rope_source() -> str:
+    from transformers import modeling_rope_utils
+
+    return inspect.getsource(modeling_rope_utils)
+
+
+def _default(function, name):
+    return inspect.signature(function).parameters[name].default
+
+
+def test_yarn_betas_and_truncation_are_the_librarys():
+    source = _hf_rope_source()
+    beta_fast = float(re.search(r'get\("beta_fast"\) or (\d+)', source).group(1))
+    beta_slow = float(re.search(r'get\("beta_slow"\) or (\d+)', source).group(1))
+    truncate = re.search(r'get\("truncate", (True|False)\)', source).group(1) == "True"
+    assert (beta_fast, beta_slow) == (32.0, 1.0)
+    for function in (scaling.yarn_correction_range, scaling.yarn_code_ramp, scaling.yarn_code):
+        assert (_default(function, "beta_fast"), _default(function, "beta_slow")) == (beta_fast, beta_slow)
+        assert _default(function, "truncate") is truncate
+    # the paper's ramp: alpha = 1 and beta = 32 turns (Peng et al. 2024, section 3.2), the same numbers
+    for function in (scaling.yarn_ramp, scaling.yarn, scaling.yarn_curves):
+        assert (_default(function, "alpha"), _default(function, "beta")) == (beta_slow, beta_fast)
+    settings = configs.read_config({"head_dim": 64, "rope_theta": 1e4, "max_position_embeddings": 8192,
+                                    "rope_scaling": {"rope_type": "yarn", "factor": 2.0}})
+    assert (settings.parameters["beta_fast"], settings.parameters["beta_slow"]) == (beta_fast, beta_slow)
+    assert settings.parameters["truncate"] is truncate
+
+
+def test_attention_factors_are_the_librarys_formulas():
+    from transformers import modeling_rope_utils as hf
+
+    source = inspect.getsource(hf._compute_yarn_parameters)
+    assert "return 0.1 * mscale * math.log(scale) + 1.0" in source
+    assert "math.sqrt(1 + math.log(factor) / math.log(original_max_position_embeddings))" in \
+        inspect.getsource(hf._compute_longrope_parameters)
+    for s in (1.0, 1.5, 8.0, 40.0):
+        assert scaling.yarn_attention_factor(s) == 0.1 * math.log(s) + 1.0
+        assert scaling.longrope_attention_factor(s, 4096) == math.sqrt(1 + math.log(s) / math.log(4096))
+
+
+def test_llama4_and_t5_defaults_are_the_librarys():
+    from transformers import T5Config
+    from transformers.models.llama4.configuration_llama4 import Llama4TextConfig
+
+    assert _default(nope.attention_temperature, "floor_scale") == Llama4TextConfig.floor_scale
+    assert _default(nope.attention_temperature, "attn_scale") == Llama4TextConfig.attn_scale
+    assert _default(nope.irope_layer_pattern, "nope_every") == Llama4TextConfig.no_rope_layer_interval
+    for function in (relative.t5_bucket, relative.T5RelativeBias.__init__):
+        assert _default(function, "num_buckets") == T5Config.relative_attention_num_buckets
+        assert _default(function, "max_distance") == T5Config.relative_attention_max_distance
+    assert _default(relative.t5_bias, "max_distance") == T5Config.relative_attention_max_distance
+
+
+def test_chapter_11_defaults_are_the_librarys():
+    """The layer plans' windows, chunks and bases are what the library's configurations default to.
+
+    Gemma 3's window and global factor follow the released checkpoint, whose config.json is
+    package data (Gemma3TextConfig's class default window is 4,096). SmolLM3's base of
+    5,000,000 is the released model's after its long-context stage (SmolLM3Config defaults
+    to 2,000,000), as chapter 11 says; no file here holds it to check against.
+    """
+    import warnings
+
+    from transformers import Cohere2Config, Gemma2Config, Gemma3TextConfig, GptOssConfig, Llama4TextConfig, SmolLM3Config
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gemma2, gemma3, gpt_oss = Gemma2Config(), Gemma3TextConfig(), GptOssConfig()
+        llama4, smollm3, cohere2 = Llama4TextConfig(), SmolLM3Config(), Cohere2Config()
+    assert _default(layers.gemma2, "window") == gemma2.sliding_window
+    assert _default(layers.gemma2, "base") == gemma2.rope_parameters["rope_theta"]
+    assert _default(layers.gemma3, "local_base") == gemma3.rope_parameters["sliding_attention"]["rope_theta"]
+    assert _default(layers.gemma3, "global_base") == gemma3.rope_parameters["full_attention"]["rope_theta"]
+    released = configs.published("Gemma 3 27B, local layers").config["text_config"]
+    assert _default(layers.gemma3, "window") == released["sliding_window"]
+    assert _default(layers.gemma3, "global_factor") == released["rope_scaling"]["factor"]
+    every = _default(layers.gemma3, "every")
+    assert [t == "full_attention" for t in gemma3.layer_types[:2 * every]] == \
+        [(layer + 1) % every == 0 for layer in range(2 * every)]
+    assert _default(layers.gpt_oss, "window") == gpt_oss.sliding_window
+    assert _default(layers.gpt_oss, "base") == gpt_oss.rope_parameters["rope_theta"]
+    assert _default(layers.llama4, "chunk") == llama4.attention_chunk_size
+    assert _default(layers.llama4, "base") == llama4.rope_parameters["rope_theta"]
+    assert _default(layers.llama4, "qk_norm") is llama4.use_qk_norm
+    assert _default(layers.llama4, "nope_every") == llama4.no_rope_layer_interval
+    assert _default(layers.smollm3, "nope_every") == smollm3.no_rope_layer_interval
+    assert _default(layers.rnope_swa, "window") == cohere2.sliding_window
+    assert _default(layers.rnope_swa, "base") == cohere2.rope_parameters["rope_theta"]
+    assert [t == "full_attention" for t in cohere2.layer_types[:8]] == \
+        [(layer + 1) % _default(layers.rnope_swa, "every") == 0 for layer in range(8)]
+
+
+def test_chapter_11_defaults_are_the_papers():
+    # StreamingLLM keeps four sink tokens (Xiao et al. 2023, section 4); Qwen2-VL's mrope_section
+    assert _default(sinks.streaming_cache, "n_sink") == 4
+    assert mrope.QWEN2_VL_SECTIONS == (16, 24, 24) and sum(mrope.QWEN2_VL_SECTIONS) == 64
+    assert _default(mrope.axial_inv_freq, "base") == 10000.0
+
+
+def test_rope_bases_and_lengths_are_the_published_ones():
+    from transformers import LlamaConfig
+
+    assert rope.DEFAULT_BASE == scaling.ROFORMER_BASE == LlamaConfig().rope_parameters["rope_theta"]
+    llama2, llama3 = configs.published("Llama 2 7B").config, configs.published("Llama 3 8B").config
+    llama31 = configs.published("Llama 3.1 8B").config["rope_scaling"]
+    assert scaling.ROFORMER_BASE == configs.read_config(llama2).base  # the file leaves it to LlamaConfig
+    assert scaling.LLAMA2_CONTEXT == llama2["max_position_embeddings"]
+    assert scaling.LLAMA3_BASE == llama3["rope_theta"]
+    assert scaling.CODE_LLAMA_BASE == configs.published("Code Llama 7B").config["rope_theta"]
+    assert scaling.LLAMA31_ORIGINAL_CONTEXT == llama31["original_max_position_embeddings"]
+    assert (_default(scaling.llama3, "s"), _default(scaling.llama3, "low_freq_factor"),
+            _default(scaling.llama3, "high_freq_factor"), _default(scaling.llama3, "L"),
+            _default(scaling.llama3, "base")) == (llama31["factor"], llama31["low_freq_factor"],
+                                                   llama31["high_freq_factor"],
+                                                   llama31["original_max_position_embeddings"],
+                                                   configs.published("Llama 3.1 8B").config["rope_theta"])
+    for function in (scaling.unscaled, scaling.position_interpolation, scaling.ntk_aware, scaling.yarn,
+                     scaling.yarn_code, scaling.longrope, scaling.dynamic_ntk):
+        assert _default(function, "base") == scaling.ROFORMER_BASE and _default(function, "L") == scaling.LLAMA2_CONTEXT
+    assert _default(scaling.base_change, "base") == scaling.CODE_LLAMA_BASE
+
+
+def test_figure_4_defaults_are_the_llama_2_head():
+    llama2 = configs.read_config(configs.published("Llama 2 7B").config)
+    from companion import trained_range
+
+    assert (_default(trained_range.extension, "d"), _default(trained_range.extension, "base"),
+            _default(trained_range.extension, "L")) == (llama2.head_dim, llama2.base, llama2.max_position_embeddings)
+
+
+def test_the_probes_model_sizes_are_chapter_5s():
+    """Chapter 5 trains the probe with these sizes and quotes its results; a change would change them."""
+    probe = {name: p.default for name, p in inspect.signature(nope.position_probe).parameters.items()}
+    assert probe == {"causal": True, "n_tokens": 16, "d_model": 16, "vocab_size": 8, "weight_std": 0.02, "bos": True,
+                     "n_train": 256, "n_test": 128, "hidden": 64, "steps": 400, "lr": 0.02, "seed": 0}
+    layer = {name: p.default for name, p in inspect.signature(nope.nope_layer_outputs).parameters.items()
+             if p.default is not inspect.Parameter.empty}
+    assert layer == {name: probe[name] for name in layer}
+
+
+def test_the_formats_significant_bits_are_torchs():
+    for name, dtype in precision.DTYPES.items():
+        assert precision.significant_bits(name) == 1 - round(math.log2(torch.finfo(dtype).eps))
+
+
+def test_alibi_slope_rule_uses_the_largest_power_of_two():
+    for n_heads in range(1, 70):
+        p = alibi.largest_power_of_two(n_heads)
+        assert p <= n_heads < 2 * p and p & (p - 1) == 0
+
+
+def test_annotations_of_math_functions_name_their_kinds():
+    # the signature a reader sees says what each parameter is (the alias, not Annotated[...])
+    assert str(inspect.signature(rope.inv_freq)) == "(d: 'EvenSize', base: 'Positive' = 10000.0) -> 'np.ndarray'"
+    assert Annotated[int, Integer(1)].__metadata__[0].describe() == "an integer >= 1"
+    assert Frequencies.__metadata__[0].positive is False

@@ -1,0 +1,198 @@
+"""Tests for companion.interpolation: Chen et al.'s score curve and bounds, and polynomial
+interpolation inside and outside the nodes."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from companion import interpolation, rope
+
+D, BASE, L, S = 128, 10000.0, 4096, 8.0  # the book's Figure 4 setting (Llama 2)
+THETA = rope.inv_freq(D, BASE)
+
+
+# ---------------------------------------------------------------------------
+# The score as a function of distance (Chen et al. 2023)
+# ---------------------------------------------------------------------------
+
+def test_score_curve_equals_the_rope_score_at_integer_distances():
+    rng = np.random.default_rng(11)
+    d = 16
+    theta = rope.inv_freq(d, BASE)
+    q, k = rng.normal(size=d), rng.normal(size=d)
+    h = rope.to_complex(q) * np.conj(rope.to_complex(k))
+    m, n = np.array([0, 5, 40, 300]), np.array([3, 0, 40, 7])
+    expected = rope.score(q, k, m, n, theta)
+    np.testing.assert_allclose(interpolation.score_curve(h, m - n, theta), expected, atol=1e-12)
+
+
+def test_score_curve_between_integers_is_position_interpolation():
+    # PI evaluates the original curve at s / factor: same as the curve of theta / factor at s
+    rng = np.random.default_rng(12)
+    theta = rope.inv_freq(32, BASE)
+    h = rng.normal(size=16) + 1j * rng.normal(size=16)
+    s = np.arange(0, 50) * 1.0
+    np.testing.assert_allclose(interpolation.score_curve(h, s / 4.0, theta), interpolation.score_curve(h, s, theta / 4.0), atol=1e-12)
+
+
+def test_fit_recovers_the_contents_of_a_well_conditioned_curve():
+    theta = rope.inv_freq(8, 10.0)  # 4 pairs, all turning within the sampled range
+    h_true = np.array([1.0 - 0.5j, 0.3 + 0.2j, -0.7j, 0.25])
+    s = np.arange(200.0)
+    h = interpolation.fit_score_curve(s, interpolation.score_curve(h_true, s, theta), theta)
+    np.testing.assert_allclose(h, h_true, atol=1e-10)
+
+
+def test_ridge_fit_minimises_the_penalised_objective():
+    rng = np.random.default_rng(13)
+    theta = rope.inv_freq(16, BASE)
+    s = np.arange(300.0)
+    y = rng.normal(size=s.size)
+
+    def objective(h, ridge):
+        return np.sum((interpolation.score_curve(h, s, theta) - y) ** 2) + ridge * np.sum(np.abs(h) ** 2)
+
+    h = interpolation.fit_score_curve(s, y, theta, ridge=0.5)
+    best = objective(h, 0.5)
+    for _ in range(20):
+        step = 1e-3 * (rng.normal(size=8) + 1j * rng.normal(size=8))
+        assert objective(h + step, 0.5) >= best
+    plain = interpolation.fit_score_curve(s, y, theta)
+    assert np.linalg.norm(h) < np.linalg.norm(plain)
+
+
+def test_unregularised_fit_of_noise_extrapolates_wildly_and_ridge_does_not():
+    # Chen et al. (2023), Figure 2: LLaMA 7B head (d = 128), L = 2048, random targets
+    theta = rope.inv_freq(128, BASE)
+    s = np.arange(2048.0)
+    y = np.random.default_rng(0).normal(size=s.size)
+    far = np.arange(2048.0, 4096.0)
+    wild = interpolation.fit_score_curve(s, y, theta, rcond=1e-8)
+    tame = interpolation.fit_score_curve(s, y, theta, ridge=1.0)
+    inside = np.abs(interpolation.score_curve(wild, s, theta)).max()
+    assert inside < 1.0
+    assert np.abs(interpolation.score_curve(wild, far, theta)).max() > 1000 * inside
+    assert np.abs(interpolation.score_curve(tame, far, theta)).max() < 3 * np.abs(interpolation.score_curve(tame, s, theta)).max()
+
+
+def test_interpolation_error_bound_holds_and_is_sharp_for_one_slow_pair():
+    rng = np.random.default_rng(14)
+    theta = rope.inv_freq(64, BASE)
+    h = rng.normal(size=32) + 1j * rng.normal(size=32)
+    grid = np.arange(100.0)
+    fine = np.linspace(0, 99, 99 * 16 + 1)
+    a_fine = interpolation.score_curve(h, fine, theta)
+    a_lin = np.interp(fine, grid, interpolation.score_curve(h, grid, theta))
+    assert np.max(np.abs(a_fine - a_lin)) <= interpolation.interpolation_error_bound(h, theta)
+    # one pair, cos(s theta): the midpoint error is cos(theta/2)(1 - cos(theta/2)) ~ theta^2 / 8
+    one = np.array([1e-2])
+    midpoint = interpolation.score_curve(np.array([1.0]), [0.5], one)[0] - 0.5 * (1 + np.cos(1e-2))
+    assert midpoint / interpolation.interpolation_error_bound(np.array([1.0]), one) == pytest.approx(1.0, rel=1e-3)
+    assert interpolation.interpolation_error_bound(h, theta, spacing=0.5) == pytest.approx(
+        interpolation.interpolation_error_bound(h, theta) / 4)
+
+
+def test_pi_bound_ratio_against_a_direct_sum():
+    theta = rope.inv_freq(D, BASE)
+    s = np.array([0.0, 1.0, 37.0, 1000.0, 3643.0])
+    B = np.array([sum(abs(np.sum(np.exp(1j * x * theta[:k]))) for k in range(1, 65)) for x in s])
+    assert B[0] / D == pytest.approx(16.25)  # (d/2)(d/2 + 1)/2 / d = (d + 2)/8
+    np.testing.assert_allclose(interpolation.pi_bound_ratio(s, constant="exact"), 2 * B / (np.sum(theta**2) / 8), rtol=1e-12)
+    np.testing.assert_allclose(interpolation.pi_bound_ratio(s, constant="paper"), 64 * math.log(BASE) * B / D, rtol=1e-12)
+    everywhere = np.arange(4096.0)
+    assert interpolation.pi_bound_ratio(everywhere, constant="paper").min() > 2 * 32 * math.log(BASE) > 589
+    ratio = interpolation.pi_bound_ratio(everywhere, constant="paper") / interpolation.pi_bound_ratio(everywhere)
+    np.testing.assert_allclose(ratio, np.sum(theta**2) / (D / (4 * math.log(BASE))), rtol=1e-12)
+    assert 1.15 < ratio[0] < 1.152
+
+
+# ---------------------------------------------------------------------------
+# Polynomial interpolation: node polynomial, interpolant, Cauchy's bound
+# ---------------------------------------------------------------------------
+
+def test_node_polynomial_matches_numpy_poly_and_vanishes_at_the_nodes():
+    nodes = np.array([0.0, 1.5, 4.0, 7.0])
+    x = np.linspace(-3, 12, 61)
+    reference = np.polyval(np.poly(nodes), x)          # independent: coefficients from the roots
+    np.testing.assert_allclose(interpolation.node_polynomial(x, nodes), reference, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(interpolation.node_polynomial(nodes, nodes), 0.0)
+    assert interpolation.node_polynomial(np.zeros((2, 5)), nodes).shape == (2, 5)
+
+
+def test_polynomial_interpolant_against_numpy_polyfit():
+    rng = np.random.default_rng(5)
+    nodes = np.sort(rng.uniform(-1, 1, size=6))
+    values = rng.normal(size=6)
+    coefficients = np.polyfit(nodes, values, deg=5)      # exact fit: 6 points, degree 5
+    x = np.linspace(-2, 2, 101)
+    np.testing.assert_allclose(interpolation.polynomial_interpolant(nodes, values, x), np.polyval(coefficients, x),
+                               rtol=1e-7, atol=1e-7)
+    # at the nodes it returns the data exactly
+    np.testing.assert_array_equal(interpolation.polynomial_interpolant(nodes, values, nodes), values)
+    assert interpolation.polynomial_interpolant(nodes, values, np.zeros((3, 2))).shape == (3, 2)
+
+
+def test_polynomial_interpolant_reproduces_polynomials_inside_and_far_outside():
+    nodes = np.arange(0.0, 65.0, 8.0)                   # 9 nodes: degree 8
+    coefficients = np.array([1e-7, -3e-6, 0.0, 2e-4, -1e-3, 0.01, -0.1, 1.0, 2.0])
+    x = np.linspace(-64, 256, 321)
+    np.testing.assert_allclose(interpolation.polynomial_interpolant(nodes, np.polyval(coefficients, nodes), x),
+                               np.polyval(coefficients, x), rtol=1e-6)   # extrapolation amplifies rounding
+
+
+def test_remainder_for_x_to_the_n_plus_1_is_the_node_polynomial():
+    # f = x^(n+1) has f^(n+1) = (n+1)!, so f - p = omega exactly
+    nodes = np.array([0.0, 1.0, 3.0, 4.0])
+    x = np.linspace(-2, 8, 41)
+    np.testing.assert_allclose(x**4 - interpolation.polynomial_interpolant(nodes, nodes**4, x),
+                               interpolation.node_polynomial(x, nodes), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(interpolation.polynomial_remainder_bound(x, nodes, 24.0),
+                               np.abs(interpolation.node_polynomial(x, nodes)), rtol=1e-12)
+
+
+def test_cauchy_bound_holds_for_a_rope_pair_inside_and_outside():
+    theta = THETA[16]                                   # 0.1 rad per position
+    nodes = np.arange(0.0, 65.0, 8.0)
+    x = np.linspace(0, 128, 1025)
+    error = np.abs(np.cos(theta * x) - interpolation.polynomial_interpolant(nodes, np.cos(theta * nodes), x))
+    bound = interpolation.polynomial_remainder_bound(x, nodes, theta**9)
+    assert np.all(error <= bound + 1e-12)
+    inside, outside = x <= 64, x >= 64
+    assert error[inside].max() < 1e-3 and error[outside].max() > 100
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: interpolation.node_polynomial([1.0], [0.0, 0.0]), "nodes"),
+    (lambda: interpolation.node_polynomial([1.0], []), "nodes"),
+    (lambda: interpolation.node_polynomial([np.inf], [0.0]), "x"),
+    (lambda: interpolation.polynomial_interpolant([0.0, 1.0], [1.0], [0.5]), "values"),
+    (lambda: interpolation.polynomial_interpolant([[0.0, 1.0]], [[1.0, 2.0]], [0.5]), "nodes"),
+    (lambda: interpolation.polynomial_interpolant([0.0, 1.0], [1.0, 2.0], [np.nan]), "x"),
+    (lambda: interpolation.polynomial_remainder_bound([0.5], [0.0, 1.0], -1.0), "derivative_bound"),
+    (lambda: interpolation.polynomial_remainder_bound([0.5], [0.0, 1.0], "1"), "derivative_bound"),
+])
+def test_interpolation_bad_input_names_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: interpolation.score_curve(np.ones(3), [0.0], THETA), "h"),
+    (lambda: interpolation.score_curve(np.full(64, np.nan), [0.0], THETA), "h"),
+    (lambda: interpolation.score_curve(np.ones(64), [np.inf], THETA), "distances"),
+    (lambda: interpolation.fit_score_curve(np.arange(5.0), np.ones(4), THETA), "targets"),
+    (lambda: interpolation.fit_score_curve(np.ones((2, 2)), np.ones((2, 2)), THETA), "distances"),
+    (lambda: interpolation.fit_score_curve(np.arange(5.0), np.ones(5), THETA, ridge=-1.0), "ridge"),
+    (lambda: interpolation.fit_score_curve(np.arange(5.0), np.ones(5), THETA, rcond=0.0), "rcond"),
+    (lambda: interpolation.fit_score_curve(np.arange(5.0), np.ones(5), THETA, rcond=1e-8, ridge=1.0), "rcond"),
+    (lambda: interpolation.interpolation_error_bound(np.ones(64), THETA, spacing=0.0), "spacing"),
+    (lambda: interpolation.interpolation_error_bound(np.ones(64), -THETA), "inv_freq"),
+    (lambda: interpolation.pi_bound_ratio([1.0], d=127), "d"),
+    (lambda: interpolation.pi_bound_ratio([1.0], base=0.5), "base"),
+    (lambda: interpolation.pi_bound_ratio([1.0], constant="tight"), "constant"),
+])
+def test_bad_input_raises_value_error_naming_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -1,0 +1,202 @@
+"""The sandbox a submission runs in: bubblewrap, with a minimal view of the machine.
+
+`bubblewrap <https://github.com/containers/bubblewrap>`_ (``bwrap``, the sandbox of
+Flatpak) starts a process in new Linux namespaces with a file system built from bind
+mounts. It needs no daemon and no image, runs the same Python and libraries as the
+grader (so a submission meets the versions it was checked with), and starts in
+milliseconds. What the submission's process sees:
+
+- **no network**: a new network namespace, holding only its own loopback;
+- **its own processes only**: a new PID namespace (``/proc`` shows nothing else, so no
+  other grading, command line or kernel connection file), and every process in it is
+  killed when the run ends or the grader stops it;
+- **a read-only view of what it needs**: the system's programs and libraries
+  (``/usr``), the Python installation and virtual environment, the ``companion``
+  package and the runner; the job (its cells) is copied in. Not the instructor's home,
+  not the autograder, not the other submissions, not the environment variables (the
+  environment is cleared and set anew);
+- **a private scratch folder**: ``/tmp``, a tmpfs of limited size, gone at the end;
+- **limits** the runner sets before any submitted code runs (CPU seconds, address
+  space, processes, file size, open files), a wall-clock timeout the grader enforces,
+  and an unprivileged user: as root the sandbox is set up as root and the runner then
+  takes a user id of its own (:func:`user_id`: one per concurrent run, so that a fork
+  bomb in one run cannot use up another's process limit; the kernel does not apply that
+  limit to root at all); otherwise bubblewrap maps the instructor to ``nobody`` in a user
+  namespace of its own, where the limit counts that namespace's processes.
+
+Why bubblewrap and not Docker, nor ``unshare``: Docker needs a daemon (and, to run it,
+root-equivalent rights), an image to build and keep in step with the book's libraries,
+and seconds per container; it is often missing on a teaching machine or JupyterHub.
+``unshare`` with ``prlimit`` and ``setpriv`` gives the namespaces but no way to build a
+minimal file system, so the submission would see the whole disk. bubblewrap is packaged
+for every Linux distribution, is what Flatpak relies on, and does both.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Where the runner's package is mounted inside the sandbox, and where the job is.
+CODE = "/grading/code"
+JOB = "/grading/job.json"
+WORKDIR = "/tmp/work"
+HOME = "/tmp/home"
+#: User ids for runs started as root come from the range set apart for containers' users
+#: (524288 and up), which no account on the machine uses.
+FIRST_UID = 524288
+
+
+def user_id(slot: int) -> int:
+    """The user id of the run in job slot ``slot`` of this grader: one per concurrent run,
+    and (by the grader's process id) apart from another grader's running beside it, so
+    that the kernel's limit on one user's processes is each run's own."""
+    return FIRST_UID + (os.getpid() % 65536) * 256 + slot % 256
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission's run may use."""
+
+    timeout: float = 600.0            # wall-clock seconds, run and checks together
+    memory_bytes: int = 6 * 2**30     # address space of each process (torch reserves much)
+    processes: int = 64               # processes and threads
+    file_bytes: int = 64 * 2**20      # the largest file the run may write
+    open_files: int = 256
+    scratch_bytes: int = 512 * 2**20  # the size of /tmp
+    output_bytes: int = 64 * 2**10    # what the grader keeps of the run's printed output
+
+    @property
+    def cpu_seconds(self) -> int:
+        return int(self.timeout) + 1
+
+    def for_runner(self) -> dict:
+        return {"cpu_seconds": self.cpu_seconds, "memory_bytes": self.memory_bytes,
+                "processes": self.processes, "file_bytes": self.file_bytes, "open_files": self.open_files}
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot build a sandbox here."""
+
+
+def package_folder(name: str) -> Path:
+    """The folder of an installed package (its real place, also for an editable install)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise SandboxUnavailable(f"the package {name!r} is not installed in this environment")
+    return Path(list(spec.submodule_search_locations)[0]).resolve()
+
+
+def _system_mounts() -> list[str]:
+    args = []
+    for path in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/fonts", "/etc/alternatives",
+                 "/etc/localtime"):
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def _python_mounts() -> list[str]:
+    """The interpreter, the virtual environment, ``companion`` and the runner, read-only."""
+    folders = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package_folder("companion")}
+    folders = {f for f in folders if not str(f).startswith("/usr/")}
+    args = []
+    for folder in sorted(folders):
+        args += ["--ro-bind", str(folder), str(folder)]
+    executable = Path(sys.executable)
+    for link in (executable, executable.resolve()):  # the venv's python may point elsewhere
+        if not any(link.is_relative_to(f) for f in folders) and not str(link).startswith("/usr/"):
+            args += ["--ro-bind", str(link), str(link)]
+    args += ["--ro-bind", str(Path(__file__).resolve().parent), f"{CODE}/grading"]
+    return args
+
+
+def _parents(mounts: list[str]) -> list[str]:
+    """Folders leading to the mount points, readable by all (bubblewrap makes them 0700)."""
+    targets = [mounts[i + 2] for i, arg in enumerate(mounts) if arg in ("--ro-bind", "--symlink")]
+    parents = sorted({str(p) for t in targets for p in Path(t).parents if str(p) != "/"})
+    return [arg for parent in parents for arg in ("--perms", "0755", "--dir", parent)]
+
+
+def _matplotlib_cache() -> list[str]:
+    """matplotlib's list of fonts, so that each run does not build it again (seconds)."""
+    folder = os.environ.get("MPLCONFIGDIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "matplotlib"
+    found = sorted(Path(folder).glob("fontlist-v*.json")) if Path(folder).is_dir() else []
+    return ["--ro-bind", str(found[-1]), f"/tmp/matplotlib/{found[-1].name}"] if found else []
+
+
+def environment() -> dict[str, str]:
+    """The run's whole environment: nothing of the instructor's."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": HOME, "USER": "grader", "LOGNAME": "grader",
+            "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONPATH": CODE, "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1", "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/matplotlib",
+            "IPYTHONDIR": f"{HOME}/.ipython", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1", "TERM": "dumb"}
+
+
+def bwrap_command(job: Path, passwd: Path, limits: Limits) -> list[str]:
+    """The command that runs ``python -m grading.runner`` on ``job`` in a new sandbox."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
+    if os.geteuid() == 0:  # set up as root, then the runner takes its own user id
+        isolation = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                     "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:  # the instructor becomes nobody in a user namespace
+        isolation = ["--unshare-all", "--uid", "65534", "--gid", "65534"]
+    command = [bwrap, *isolation, "--as-pid-1", "--die-with-parent", "--new-session", "--clearenv"]
+    for name, value in environment().items():
+        command += ["--setenv", name, value]
+    mounts = _system_mounts() + _python_mounts()
+    command += _parents(mounts) + mounts
+    command += ["--proc", "/proc", "--dev", "/dev",
+                "--size", str(limits.scratch_bytes), "--perms", "1777", "--tmpfs", "/tmp",
+                "--perms", "0777", "--dir", WORKDIR, "--perms", "0777", "--dir", HOME,
+                "--perms", "0777", "--dir", "/tmp/matplotlib", *_matplotlib_cache(),
+                "--ro-bind", str(job), JOB, "--ro-bind", str(passwd), "/etc/passwd",
+                "--ro-bind", str(passwd.with_name("group")), "/etc/group",
+                "--remount-ro", "/", "--chdir", WORKDIR,
+                sys.executable, "-s", "-m", "grading.runner", JOB]
+    return command
+
+
+def plain_command(job: Path) -> list[str]:
+    """Without a sandbox (``--no-sandbox``): only for notebooks you trust."""
+    return [sys.executable, "-s", "-m", "grading.runner", str(job)]
+
+
+def write_accounts(folder: Path, uid: int) -> Path:
+    """``/etc/passwd`` and ``/etc/group`` for the sandbox, naming only its user."""
+    passwd, group = folder / "passwd", folder / "group"
+    passwd.write_text(f"root:x:0:0::/nonexistent:/usr/sbin/nologin\ngrader:x:{uid}:{uid}::{HOME}:/usr/sbin/nologin\n"
+                      "nobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n")
+    group.write_text(f"root:x:0:\ngrader:x:{uid}:\nnogroup:x:65534:\n")
+    for path in (passwd, group):
+        path.chmod(0o644)
+    return passwd
+
+
+def check_available(limits: Limits = Limits()) -> None:
+    """Raise SandboxUnavailable, with bubblewrap's own words, unless a sandbox starts here."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        job = Path(tmp) / "job.json"
+        job.write_text("{}")
+        command = bwrap_command(job, write_accounts(Path(tmp), user_id(0)), limits)
+        probe = command[:command.index(sys.executable)] + ["/bin/sh", "-c", "exit 0"]
+        try:
+            result = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise SandboxUnavailable(f"bubblewrap did not start: {error}") from None
+        if result.returncode != 0:
+            raise SandboxUnavailable(f"bubblewrap could not build the sandbox: {result.stderr.strip()[-500:]}")
