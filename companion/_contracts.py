@@ -511,6 +511,20 @@ class TokenTensor(Kind):
         return value
 
 
+class Sample(Kind):
+    """A non-empty sequence of finite numbers (one per seed, one per cluster; booleans count as 0 and 1),
+    flattened to a 1-D float64 array."""
+
+    def __call__(self, name, value):
+        try:
+            a = np.asarray(value, dtype=np.float64).ravel()
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be a non-empty list of finite numbers, got {value!r}") from err
+        if a.size == 0 or not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} must be a non-empty list of finite numbers, got {value!r}")
+        return a
+
+
 class Seeds(Kind):
     """A list or tuple of distinct integers >= 0 (random seeds), unchanged: a tuple stays a tuple."""
 
