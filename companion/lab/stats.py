@@ -34,6 +34,28 @@ Values = Annotated[np.ndarray, Sample()]
 #: A share (an accuracy, a copier's level): a finite number.
 Share = Annotated[float, Real()]
 
+
+# --- rules between arguments ------------------------------------------------------------
+
+
+def _one_per_seed(a, b) -> None:
+    """``a`` and ``b`` hold one value per seed each, the same seeds."""
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must hold one value per seed each, got {a.size} and {b.size}")
+
+
+def _successes_of_trials(k, n) -> None:
+    """At most ``n`` successes in ``n`` trials."""
+    if k > n:
+        raise ValueError(f"k and n must satisfy 0 <= k <= n, n >= 1, got k={k!r}, n={n!r}")
+
+
+def _counts_per_cluster(nll_by_cluster, tokens_by_cluster) -> None:
+    """One token count per cluster, none negative, some tokens in all."""
+    if nll_by_cluster.shape != tokens_by_cluster.shape or np.any(tokens_by_cluster < 0) or \
+            tokens_by_cluster.sum() <= 0:
+        raise ValueError("nll_by_cluster and tokens_by_cluster must be equal-length arrays with positive token counts")
+
 __all__ = ["Interval", "t_quantile", "mean_interval", "paired_difference", "sign_test", "binomial_se",
            "difference_se", "clearly_above", "wilson_interval", "cluster_bootstrap"]
 
@@ -159,25 +181,3 @@ def cluster_bootstrap(nll_by_cluster: Values, tokens_by_cluster: Values, n_resam
     ppl = np.exp(nll[index].sum(axis=1) / np.maximum(count[index].sum(axis=1), 1))
     low, high = np.quantile(ppl, [(1 - level) / 2, (1 + level) / 2])
     return [float(low), float(high)]
-
-
-# --- rules between arguments ------------------------------------------------------------
-
-
-def _one_per_seed(a, b) -> None:
-    """``a`` and ``b`` hold one value per seed each, the same seeds."""
-    if a.shape != b.shape:
-        raise ValueError(f"a and b must hold one value per seed each, got {a.size} and {b.size}")
-
-
-def _successes_of_trials(k, n) -> None:
-    """At most ``n`` successes in ``n`` trials."""
-    if k > n:
-        raise ValueError(f"k and n must satisfy 0 <= k <= n, n >= 1, got k={k!r}, n={n!r}")
-
-
-def _counts_per_cluster(nll_by_cluster, tokens_by_cluster) -> None:
-    """One token count per cluster, none negative, some tokens in all."""
-    if nll_by_cluster.shape != tokens_by_cluster.shape or np.any(tokens_by_cluster < 0) or \
-            tokens_by_cluster.sum() <= 0:
-        raise ValueError("nll_by_cluster and tokens_by_cluster must be equal-length arrays with positive token counts")
