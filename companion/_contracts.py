@@ -258,17 +258,21 @@ class WholeNumbers(Kind):
 
 class PositiveCounts(Kind):
     """A non-empty sequence of integers >= 1 (all different if ``distinct``; ``length`` of them when given,
-    ``what`` naming them), returned as a list of ints."""
+    ``what`` naming them), returned as a list of ints. With ``single``, one integer is a list of one; with
+    ``empty``, the sequence may be empty."""
 
-    def __init__(self, distinct: bool = False, length: int | None = None, what: str = ""):
-        self.distinct, self.length, self.what = distinct, length, what
+    def __init__(self, distinct: bool = False, length: int | None = None, what: str = "", single: bool = False,
+                 empty: bool = False):
+        self.distinct, self.length, self.what, self.single, self.empty = distinct, length, what, single, empty
 
     def __call__(self, name, value):
+        if self.single and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            value = [value]
         try:
             items = list(value)
         except TypeError as err:
             raise ValueError(f"{name} must be a non-empty list of integers >= 1, got {value!r}") from err
-        if not items:
+        if not items and not self.empty:
             raise ValueError(f"{name} must be a non-empty list of integers >= 1, got an empty one")
         for item in items:
             if isinstance(item, bool) or not isinstance(item, numbers.Integral) or item < 1:
@@ -523,6 +527,23 @@ class Sample(Kind):
         if a.size == 0 or not np.all(np.isfinite(a)):
             raise ValueError(f"{name} must be a non-empty list of finite numbers, got {value!r}")
         return a
+
+
+class Edges(Kind):
+    """A 1-D int64 array of strictly increasing integers starting at 0, at least ``least`` of them (file
+    offsets, block edges); ``what`` names them."""
+
+    def __init__(self, what: str, least: int = 1):
+        self.what, self.least = what, least
+
+    def __call__(self, name, value):
+        try:
+            edges = np.asarray(value, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError) as err:
+            raise ValueError(f"{name} must be increasing {self.what} starting at 0, got {value!r}") from err
+        if edges.ndim != 1 or edges.size < self.least or edges[0] != 0 or np.any(np.diff(edges) <= 0):
+            raise ValueError(f"{name} must be increasing {self.what} starting at 0, got {list(np.atleast_1d(value))}")
+        return edges
 
 
 class Seeds(Kind):
