@@ -450,6 +450,21 @@ class InstanceOf(Kind):
         return value
 
 
+class Either(Kind):
+    """A value of one of ``kinds`` (the first that takes it, converted by it); ``what`` says what is accepted."""
+
+    def __init__(self, *kinds: Kind, what: str):
+        self.kinds, self.what = kinds, what
+
+    def __call__(self, name, value):
+        for kind in self.kinds:
+            try:
+                return kind(name, value)
+            except (TypeError, ValueError):
+                continue
+        raise ValueError(f"{name} must be {self.what}, got {value!r}")
+
+
 class Function(Kind):
     """A callable (a function, a class, an object with ``__call__``), unchanged; ``what`` says how it is called
     and what it returns: ``batches must be a function batches(step, generator) -> (x, y), got int``."""
