@@ -532,15 +532,21 @@ class TokenTensor(Kind):
 
 class Sample(Kind):
     """A non-empty sequence of finite numbers (one per seed, one per cluster; booleans count as 0 and 1),
-    flattened to a 1-D float64 array."""
+    flattened to a 1-D float64 array; with ``finite=False``, ``nan`` and infinities pass but a missing value
+    (``None``) does not."""
+
+    def __init__(self, finite: bool = True):
+        self.finite = finite
 
     def __call__(self, name, value):
+        what = "finite numbers" if self.finite else "numbers (one per seed)"
         try:
             a = np.asarray(value, dtype=np.float64).ravel()
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} must be a non-empty list of finite numbers, got {value!r}") from err
-        if a.size == 0 or not np.all(np.isfinite(a)):
-            raise ValueError(f"{name} must be a non-empty list of finite numbers, got {value!r}")
+            raise ValueError(f"{name} must be a non-empty list of {what}, got {value!r}") from err
+        if a.size == 0 or (self.finite and not np.all(np.isfinite(a))) or \
+                (not self.finite and any(v is None for v in np.ravel(np.asarray(value, dtype=object)))):
+            raise ValueError(f"{name} must be a non-empty list of {what}, got {value!r}")
         return a
 
 
