@@ -30,6 +30,7 @@ from typing import Callable
 
 import numpy as np
 
+from .._contracts import AnyValue, contract
 from . import stats
 
 __all__ = ["Verdict", "CLAIMS", "SWEEP_CLAIMS", "REVISIONS", "HISTORY", "check_all", "check_sweep", "check", "report",
@@ -855,17 +856,22 @@ def _safely(claim_name, fn, data) -> Verdict:
         return Verdict(claim_name, None, fn.__doc__.split("\n")[0], f"cannot be checked on these records ({missing!r})")
 
 
-def check(claim_name: str, seeds: dict | None = None, sweep: dict | None = None) -> Verdict:
+def _a_claim_and_its_records(claim_name, seeds, sweep) -> None:
+    """``claim_name`` names a claim, and the records it is checked on are given."""
+    if claim_name not in CLAIMS and claim_name not in SWEEP_CLAIMS:
+        raise ValueError(f"claim_name must be one of {sorted(CLAIMS) + sorted(SWEEP_CLAIMS)}, got {claim_name!r}")
+    if claim_name in CLAIMS and seeds is None:
+        raise ValueError(f"seeds must be given for the claim {claim_name!r} (a dict of per-seed records)")
+    if claim_name not in CLAIMS and sweep is None:
+        raise ValueError(f"sweep must be given for the claim {claim_name!r} (the record of lr_sweep.json)")
+
+
+@contract(_a_claim_and_its_records)
+def check(claim_name: AnyValue, seeds: AnyValue = None, sweep: AnyValue = None) -> Verdict:
     """One claim by name: a claim of ``CLAIMS`` on the records ``seeds``, or of ``SWEEP_CLAIMS`` on ``sweep``."""
     if claim_name in CLAIMS:
-        if seeds is None:
-            raise ValueError(f"seeds must be given for the claim {claim_name!r} (a dict of per-seed records)")
         return CLAIMS[claim_name](seeds)
-    if claim_name in SWEEP_CLAIMS:
-        if sweep is None:
-            raise ValueError(f"sweep must be given for the claim {claim_name!r} (the record of lr_sweep.json)")
-        return SWEEP_CLAIMS[claim_name](sweep["cells"])
-    raise ValueError(f"claim_name must be one of {sorted(CLAIMS) + sorted(SWEEP_CLAIMS)}, got {claim_name!r}")
+    return SWEEP_CLAIMS[claim_name](sweep["cells"])
 
 
 def report(verdict: Verdict, width: int = 88) -> str:

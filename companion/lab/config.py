@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field, fields
+from typing import Annotated
 
-from .. import _checks
+from .._contracts import AnyValue, Count, Either, InstanceOf, Label, OneOf, SeedList, contract
 
 __all__ = [
     "Arm", "ModelConfig", "TrainConfig", "EvalConfig", "ProbeConfig", "ExtensionConfig", "SweepConfig",
@@ -33,21 +34,29 @@ __all__ = [
 ]
 
 
+def _settings_of(cls, values, where) -> None:
+    """``values`` is a section already, or a dict of settings the section has (``where`` names it in messages)."""
+    where = where or cls.__name__
+    if isinstance(values, cls):
+        return
+    if not isinstance(values, dict):
+        raise ValueError(f"{where} must be a dict of settings, got {type(values).__name__}")
+    known = sorted(f.name for f in fields(cls))
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"{where} has no setting {unknown[0]!r}; its settings are {known}")
+
+
 class _Section:
     """Reading and writing a frozen dataclass as a plain dict, refusing unknown keys."""
 
     @classmethod
-    def from_dict(cls, values: dict, where: str = ""):
+    @contract(_settings_of)
+    def from_dict(cls, values: AnyValue, where: Label = ""):
         """Build from ``values`` (a dict); ``ValueError`` naming any key the class does not have."""
         where = where or cls.__name__
         if isinstance(values, cls):
             return values
-        if not isinstance(values, dict):
-            raise ValueError(f"{where} must be a dict of settings, got {type(values).__name__}")
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(values) - set(known))
-        if unknown:
-            raise ValueError(f"{where} has no setting {unknown[0]!r}; its settings are {sorted(known)}")
         return cls(**{k: cls._read(k, v, f"{where}.{k}") for k, v in values.items()})
 
     @classmethod
@@ -194,34 +203,42 @@ class SweepConfig(_Section):
     examples: int = 100
 
 
+def _arms_are_arms(arms) -> None:
+    """At least one arm, each an :class:`Arm`."""
+    if not isinstance(arms, dict) or not arms:   # the field's default (an empty dict) names none
+        raise ValueError("arms must name at least one arm")
+    for name, arm in arms.items():
+        if not isinstance(arm, Arm):
+            raise ValueError(f"arms[{name!r}] must be an Arm, got {type(arm).__name__}")
+
+
+def _development_apart_from_held_out(development_seeds, held_out_seeds) -> None:
+    """No seed is both one the claims were written from and one they are judged on."""
+    if set(development_seeds) & set(held_out_seeds):
+        raise ValueError("development_seeds and held_out_seeds must not share a seed")
+
+
+def _section(kind: type) -> InstanceOf:
+    return InstanceOf(kind, f"a {kind.__name__}", error=ValueError)
+
+
+@contract(_arms_are_arms, _development_apart_from_held_out)
 @dataclass(frozen=True)
 class LabConfig(_Section):
     """A whole run: seeds, arms and every section (see the module docstring)."""
 
-    seeds: tuple = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
-    development_seeds: tuple = (0, 1, 2, 3, 4)
-    held_out_seeds: tuple = (5, 6, 7, 8, 9)
-    arms: dict = field(default_factory=dict)
-    context_length: int = 64
-    model: ModelConfig = ModelConfig()
-    train: TrainConfig = TrainConfig()
-    task_needles: int = 1
-    eval: EvalConfig = EvalConfig()
-    probes: ProbeConfig = ProbeConfig()
-    extension: ExtensionConfig = ExtensionConfig()
-    sweep: SweepConfig = SweepConfig()
-
-    def __post_init__(self):
-        if not self.arms:
-            raise ValueError("arms must name at least one arm")
-        for name, arm in self.arms.items():
-            if not isinstance(arm, Arm):
-                raise ValueError(f"arms[{name!r}] must be an Arm, got {type(arm).__name__}")
-        _checks.positive_int("context_length", self.context_length)
-        if len(set(self.seeds)) != len(self.seeds) or any(not isinstance(s, int) or s < 0 for s in self.seeds):
-            raise ValueError(f"seeds must be distinct integers >= 0, got {list(self.seeds)}")
-        if set(self.development_seeds) & set(self.held_out_seeds):
-            raise ValueError("development_seeds and held_out_seeds must not share a seed")
+    seeds: SeedList = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+    development_seeds: SeedList = (0, 1, 2, 3, 4)
+    held_out_seeds: SeedList = (5, 6, 7, 8, 9)
+    arms: Annotated[dict, InstanceOf(dict, "a dict of arms", error=ValueError)] = field(default_factory=dict)
+    context_length: Count = 64
+    model: Annotated[ModelConfig, _section(ModelConfig)] = ModelConfig()
+    train: Annotated[TrainConfig, _section(TrainConfig)] = TrainConfig()
+    task_needles: Count = 1
+    eval: Annotated[EvalConfig, _section(EvalConfig)] = EvalConfig()
+    probes: Annotated[ProbeConfig, _section(ProbeConfig)] = ProbeConfig()
+    extension: Annotated[ExtensionConfig, _section(ExtensionConfig)] = ExtensionConfig()
+    sweep: Annotated[SweepConfig, _section(SweepConfig)] = SweepConfig()
 
     @classmethod
     def _read(cls, name, value, where):
@@ -313,10 +330,13 @@ CONFIGS = {
 }
 
 
-def get_config(config="reduced") -> LabConfig:
+@contract
+def get_config(config: Annotated[object, Either(InstanceOf((LabConfig, dict), ""), OneOf(*CONFIGS),
+                                                what=f"one of {', '.join(map(repr, CONFIGS))}, a LabConfig or a "
+                                                     "dict of its settings")] = "reduced") -> LabConfig:
     """:data:`CONFIGS` by name, a :class:`LabConfig` as it is, or one read from a dict (``LabConfig.from_dict()``)."""
     if isinstance(config, LabConfig):
         return config
     if isinstance(config, dict):
         return LabConfig.from_dict(config, "config")
-    return CONFIGS[_checks.one_of("config", config, tuple(CONFIGS))]
+    return CONFIGS[config]

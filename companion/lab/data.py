@@ -44,11 +44,12 @@ import platform
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
 
-from .. import _checks
+from .._contracts import AnyValue, Count, InstanceOf, Integer, Label, Reals, TokenTensor, WholeNumbers, contract
 
 __all__ = [
     "CORPUS_FILES",
@@ -101,6 +102,96 @@ KEY_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 VALUE_ALPHABET = b"0123456789"
 _NEEDLE, _QUERY, _EQUALS, _BAR, _START = (ord(c) for c in "@?=|^")
 
+#: A stream of byte tokens: a 1-D integer tensor.
+TokenStream = Annotated[torch.Tensor, TokenTensor(1, "(n,)")]
+#: The sequence of file names of :func:`load_corpus`.
+FileNames = Annotated[tuple, InstanceOf((list, tuple), "a sequence of file names (strings) relative to the stdlib "
+                                                     "folder", error=ValueError)]
+#: A needle's key or value width in tokens.
+Width = Annotated[int, Integer(1)]
+#: A task's seed (numpy's ``default_rng``).
+TaskSeed = Annotated[int, Integer(0)]
+
+
+def _names_are_strings(files) -> None:
+    """Each of ``files`` is a file name."""
+    if not all(isinstance(f, str) for f in files):
+        raise ValueError("files must be a sequence of file names (strings) relative to the stdlib folder")
+
+
+def _distinct_keys(n_needles, key_len) -> None:
+    """``key_len`` letters give the ``n_needles`` distinct keys: ``n_needles <= 26 ** key_len``."""
+    if n_needles > len(KEY_ALPHABET) ** key_len:
+        raise ValueError(f"n_needles must be at most {len(KEY_ALPHABET) ** key_len} (distinct keys), got {n_needles}")
+
+
+def _distinct_names(hops, n_chains, key_len) -> None:
+    """``key_len`` letters give the ``n_chains * (hops + 1)`` distinct variable names."""
+    n_names = n_chains * (hops + 1)
+    if n_names > len(KEY_ALPHABET) ** key_len:
+        raise ValueError(f"n_chains * (hops + 1) must be at most {len(KEY_ALPHABET) ** key_len} names, got {n_names}")
+
+
+def _stream_holds(data, length) -> None:
+    """The stream ``data`` holds a window of ``length + 1`` tokens and a place to start it."""
+    if data.numel() < length + 2:
+        raise ValueError(f"length must be below the size of data ({data.numel()} tokens), got {length}")
+
+
+def _one_window_fits(data, length) -> None:
+    """The stream ``data`` holds at least one window of ``length + 1`` tokens."""
+    if (data.numel() - 1) // length < 1:
+        raise ValueError(f"length must be below the size of data ({data.numel()} tokens), got {length}")
+
+
+def _fits(name: str, value: int, minimum: int) -> None:
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum} to hold every needle and the query, got {value}")
+
+
+def _retrieval_fits(length, n_needles, key_len, value_len) -> None:
+    """The needles, one needle's length of slack per extra needle (to place the distractors around any depth),
+    and the query fit in ``length``."""
+    m = 2 + key_len + value_len
+    _fits("length", length, (n_needles + (n_needles > 1)) * m + 2 + key_len + value_len)
+
+
+def _slots_fit(length, n_needles, key_len, value_len) -> None:
+    """One needle per slot and the query fit in ``length``."""
+    m = 2 + key_len + value_len
+    _fits("length", length, n_needles * m + m)
+
+
+def _needle_and_query_fit(length, key_len, value_len) -> None:
+    """The needle and the query fit in ``length``."""
+    _fits("length", length, 2 * (2 + key_len + value_len))
+
+
+def _chains_fit(length, hops, n_chains, key_len, value_len) -> None:
+    """Every statement of every chain and the query fit in ``length``."""
+    width = 2 + key_len + max(key_len, value_len)
+    _fits("length", length, n_chains * (hops + 1) * width + 2 + key_len + value_len)
+
+
+def _copy_fits(length) -> None:
+    """At least one letter, the bar and its copy."""
+    _fits("length", length, 3)
+
+
+def _bytes(tokens) -> None:
+    """``tokens`` is a 1-D sequence of bytes."""
+    if tokens.ndim != 1 or (tokens.size and tokens.max() > 255):
+        raise ValueError("tokens must be a 1-D sequence of integers in 0..255")
+
+
+def _depth_per_example(depth, n_examples) -> None:
+    """``depth`` is ``None``, one number in [0, 1], or one per example."""
+    if depth is None:
+        return
+    if not (depth.ndim == 0 or depth.shape == (n_examples,)) or np.any((depth < 0) | (depth > 1)):
+        raise ValueError(f"depth must be one number in [0, 1] or {n_examples} of them (one per example), "
+                         f"got {depth.tolist()!r}")
+
 
 # ---------------------------------------------------------------------------
 # Text corpus
@@ -144,7 +235,8 @@ def stdlib_dir() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
-def load_corpus(files=CORPUS_FILES, root=None) -> Corpus:
+@contract(_names_are_strings)
+def load_corpus(files: FileNames = CORPUS_FILES, root: AnyValue = None) -> Corpus:
     """Read ``files`` (paths relative to ``root``, the stdlib folder by default) into a :class:`Corpus`.
 
     Files named in :data:`VALIDATION_FILES` go to ``validation``, those in
@@ -152,8 +244,6 @@ def load_corpus(files=CORPUS_FILES, root=None) -> Corpus:
     skipped and listed; ``ValueError`` if the training or validation part ends up empty.
     """
     root = stdlib_dir() if root is None else Path(root)
-    if isinstance(files, str) or not all(isinstance(f, str) for f in files):
-        raise ValueError("files must be a sequence of file names (strings) relative to the stdlib folder")
     found, missing, parts = [], [], {"train": [], "tuning": [], "validation": []}
     for name in files:
         path = root / name
@@ -174,47 +264,40 @@ def load_corpus(files=CORPUS_FILES, root=None) -> Corpus:
     )
 
 
-def sha256(data) -> str:
+@contract
+def sha256(data: Annotated[bytes, InstanceOf((bytes, bytearray, torch.Tensor), "bytes or a uint8 tensor",
+                                             error=ValueError)]) -> str:
     """Hex SHA-256 of ``bytes`` or of a uint8 tensor's bytes."""
     if isinstance(data, torch.Tensor):
         data = data.to(torch.uint8).cpu().numpy().tobytes()
-    if not isinstance(data, bytes | bytearray):
-        raise ValueError(f"data must be bytes or a uint8 tensor, got {type(data).__name__}")
     return hashlib.sha256(data).hexdigest()
 
 
-def text_batch(data: torch.Tensor, batch_size: int, length: int, generator: torch.Generator):
+@contract(_stream_holds)
+def text_batch(data: TokenStream, batch_size: Count, length: Count,
+               generator: Annotated[torch.Generator, InstanceOf(torch.Generator, "a torch.Generator",
+                                                                error=ValueError)]):
     r"""Random windows of the byte stream ``data`` for next-token training.
 
     Draws ``batch_size`` start offsets uniformly with ``generator`` and returns
     ``(x, y)``, both ``(batch_size, length)`` int64: ``x`` the window and ``y`` the
     window moved on by one byte, so the target of ``x[:, t]`` is ``y[:, t]``.
     """
-    data = _stream("data", data)
-    batch_size = _checks.positive_int("batch_size", batch_size)
-    length = _checks.positive_int("length", length)
-    if data.numel() < length + 2:
-        raise ValueError(f"length must be below the size of data ({data.numel()} tokens), got {length}")
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     start = torch.randint(0, data.numel() - length - 1, (batch_size,), generator=generator)
     window = data[start[:, None] + torch.arange(length + 1)].long()
     return window[:, :-1], window[:, 1:]
 
 
-def text_windows(data: torch.Tensor, length: int, n_windows: int | None = None) -> torch.Tensor:
+@contract(_one_window_fits)
+def text_windows(data: TokenStream, length: Count, n_windows: Count | None = None) -> torch.Tensor:
     r"""Consecutive non-overlapping windows of ``length + 1`` bytes from the start of ``data``.
 
     The windows used for perplexity: a model reads ``w[:, :length]`` and is scored on
     ``w[:, 1:]``. ``n_windows`` (default: as many as fit) is capped at what fits.
     Returns ``(n_windows, length + 1)`` int64.
     """
-    data = _stream("data", data)
-    length = _checks.positive_int("length", length)
     fit = (data.numel() - 1) // length
-    if fit < 1:
-        raise ValueError(f"length must be below the size of data ({data.numel()} tokens), got {length}")
-    n = fit if n_windows is None else min(_checks.positive_int("n_windows", n_windows), fit)
+    n = fit if n_windows is None else min(n_windows, fit)
     start = torch.arange(n) * length
     return data[start[:, None] + torch.arange(length + 1)].long()
 
@@ -251,8 +334,9 @@ class Task:
         return decode(self.tokens[row])
 
 
-def retrieval(n_examples: int, length: int, depth=None, seed: int = 0, n_needles: int = 1,
-              key_len: int = 2, value_len: int = 2) -> Task:
+@contract(_depth_per_example, _distinct_keys, _retrieval_fits)
+def retrieval(n_examples: Count, length: Count, depth: Reals | None = None, seed: TaskSeed = 0,
+              n_needles: Count = 1, key_len: Width = 2, value_len: Width = 2) -> Task:
     r"""Needle-in-a-haystack key-value retrieval (Hsieh et al. 2024; Liu et al. 2024).
 
     Each example is ``length`` tokens: a haystack of random :data:`FILLER` bytes
@@ -271,17 +355,9 @@ def retrieval(n_examples: int, length: int, depth=None, seed: int = 0, n_needles
     that ignores the keys does better at some depths than others (chapter 7's
     starred exercise); :func:`multi_key_retrieval` removes that dependence.
     """
-    n_examples, length, seed = _common(n_examples, length, seed)
-    n_needles = _checks.positive_int("n_needles", n_needles)
-    key_len = _checks.positive_int("key_len", key_len)
-    value_len = _checks.positive_int("value_len", value_len)
-    if n_needles > len(KEY_ALPHABET) ** key_len:
-        raise ValueError(f"n_needles must be at most {len(KEY_ALPHABET) ** key_len} (distinct keys), got {n_needles}")
     rng = np.random.default_rng(seed)
     m = 2 + key_len + value_len
     context = length - (2 + key_len + value_len)
-    # one needle's length of slack per extra needle keeps the distractors placeable around any depth
-    _fits("length", length, (n_needles + (n_needles > 1)) * m + 2 + key_len + value_len)
     depths = _depths(depth, n_examples, rng)
     tokens = rng.choice(np.frombuffer(FILLER, np.uint8), size=(n_examples, length)).astype(np.int64)
     keys = _distinct_words(rng, n_examples, n_needles, key_len, KEY_ALPHABET)
@@ -296,8 +372,10 @@ def retrieval(n_examples: int, length: int, depth=None, seed: int = 0, n_needles
                  target, m)
 
 
-def multi_key_retrieval(n_examples: int, length: int, seed: int = 0, n_needles: int = 4,
-                        key_len: int = 2, value_len: int = 2) -> Task:
+@contract(_distinct_keys, _slots_fit)
+def multi_key_retrieval(n_examples: Count, length: Count, seed: TaskSeed = 0,
+                        n_needles: Annotated[int, Integer(2, why="multi-key retrieval needs two needles")] = 4,
+                        key_len: Width = 2, value_len: Width = 2) -> Task:
     r"""RULER's multi-key needle-in-a-haystack (Hsieh et al. 2024), with fixed slots.
 
     The context before the query is cut into ``n_needles`` equal slots; slot ``j``
@@ -314,17 +392,8 @@ def multi_key_retrieval(n_examples: int, length: int, seed: int = 0, n_needles: 
     too (:func:`companion.lab.evals.copier_accuracy`). ``depth`` of the task is the
     queried needle's depth, ``slot`` its slot.
     """
-    n_examples, length, seed = _common(n_examples, length, seed)
-    n_needles = _checks.positive_int("n_needles", n_needles)
-    if n_needles < 2:
-        raise ValueError(f"n_needles must be an integer >= 2 for multi-key retrieval, got {n_needles}")
-    key_len = _checks.positive_int("key_len", key_len)
-    value_len = _checks.positive_int("value_len", value_len)
-    if n_needles > len(KEY_ALPHABET) ** key_len:
-        raise ValueError(f"n_needles must be at most {len(KEY_ALPHABET) ** key_len} (distinct keys), got {n_needles}")
     m = 2 + key_len + value_len
     context = length - m
-    _fits("length", length, n_needles * m + m)
     rng = np.random.default_rng(seed)
     tokens = rng.choice(np.frombuffer(FILLER, np.uint8), size=(n_examples, length)).astype(np.int64)
     keys = _distinct_words(rng, n_examples, n_needles, key_len, KEY_ALPHABET)            # (B, k, key_len)
@@ -342,8 +411,9 @@ def multi_key_retrieval(n_examples: int, length: int, seed: int = 0, n_needles: 
     return Task(**{**task.__dict__, "slot": torch.from_numpy(slot.astype(np.int64))})
 
 
-def no_literal_match_retrieval(n_examples: int, length: int, depth=None, seed: int = 0,
-                               key_len: int = 2, value_len: int = 2) -> Task:
+@contract(_depth_per_example, _needle_and_query_fit)
+def no_literal_match_retrieval(n_examples: Count, length: Count, depth: Reals | None = None, seed: TaskSeed = 0,
+                               key_len: Width = 2, value_len: Width = 2) -> Task:
     r"""One needle, and a query whose key occurs nowhere in the input (after NoLiMa).
 
     :func:`retrieval` with one needle ``@<key>=<value>``, except that the query is
@@ -355,13 +425,9 @@ def no_literal_match_retrieval(n_examples: int, length: int, depth=None, seed: i
     is the needle's value: a model that copies what follows the only ``@`` is right
     every time (copy level 1), a model that looks for the query's key finds nothing.
     """
-    n_examples, length, seed = _common(n_examples, length, seed)
-    key_len = _checks.positive_int("key_len", key_len)
-    value_len = _checks.positive_int("value_len", value_len)
     rng = np.random.default_rng(seed)
     m = 2 + key_len + value_len
     context = length - m
-    _fits("length", length, 2 * m)
     depths = _depths(depth, n_examples, rng)
     tokens = rng.choice(np.frombuffer(FILLER, np.uint8), size=(n_examples, length)).astype(np.int64)
     key = _words(rng, (n_examples,), key_len, KEY_ALPHABET)                                # (B, key_len)
@@ -377,8 +443,9 @@ def no_literal_match_retrieval(n_examples: int, length: int, depth=None, seed: i
     return _task(tokens, value_len, values, depths, "no_literal_match_retrieval", start, m)
 
 
-def variable_tracking(n_examples: int, length: int, hops: int = 2, n_chains: int = 1, seed: int = 0,
-                      key_len: int = 2, value_len: int = 2) -> Task:
+@contract(_distinct_names, _chains_fit)
+def variable_tracking(n_examples: Count, length: Count, hops: Count = 2, n_chains: Count = 1, seed: TaskSeed = 0,
+                      key_len: Width = 2, value_len: Width = 2) -> Task:
     r"""Variable tracking (Hsieh et al. 2024): follow a chain of assignments.
 
     Each chain is ``@X0=<value>``, then ``@X1=X0``, ..., ``@Xh=X(h-1)`` (``hops``
@@ -388,18 +455,10 @@ def variable_tracking(n_examples: int, length: int, hops: int = 2, n_chains: int
     and ``needle_start`` of the returned :class:`Task` are those of chain 0's first
     statement. Names are ``key_len`` uppercase letters, values ``value_len`` digits.
     """
-    n_examples, length, seed = _common(n_examples, length, seed)
-    hops = _checks.positive_int("hops", hops)
-    n_chains = _checks.positive_int("n_chains", n_chains)
-    key_len = _checks.positive_int("key_len", key_len)
-    value_len = _checks.positive_int("value_len", value_len)
     n_names = n_chains * (hops + 1)
-    if n_names > len(KEY_ALPHABET) ** key_len:
-        raise ValueError(f"n_chains * (hops + 1) must be at most {len(KEY_ALPHABET) ** key_len} names, got {n_names}")
     rng = np.random.default_rng(seed)
     width = 2 + key_len + max(key_len, value_len)
     context = length - (2 + key_len + value_len)
-    _fits("length", length, n_names * width + 2 + key_len + value_len)
     tokens = rng.choice(np.frombuffer(FILLER, np.uint8), size=(n_examples, length)).astype(np.int64)
     names = _distinct_words(rng, n_examples, n_names, key_len, KEY_ALPHABET).reshape(n_examples, n_chains, hops + 1, key_len)
     values = _words(rng, (n_examples, n_chains), value_len, VALUE_ALPHABET)
@@ -417,15 +476,14 @@ def variable_tracking(n_examples: int, length: int, hops: int = 2, n_chains: int
     return _task(tokens, value_len, values[:, 0], first / max(context - width, 1), "variable_tracking", first)
 
 
-def copying(n_examples: int, length: int, seed: int = 0) -> Task:
+@contract(_copy_fits)
+def copying(n_examples: Count, length: Count, seed: TaskSeed = 0) -> Task:
     r"""Copying: ``c`` random lowercase letters, a bar ``|``, the same ``c`` letters again.
 
     ``c = (length - 1) // 2``; when ``length`` is even the example starts with one
     ``^``. The answers are the second copy (the last ``c`` positions); the first
     copy sits at a distance of ``c + 1`` from each answer.
     """
-    n_examples, length, seed = _common(n_examples, length, seed)
-    _fits("length", length, 3)
     rng = np.random.default_rng(seed)
     c = (length - 1) // 2
     content = rng.choice(np.frombuffer(FILLER[:-1], np.uint8), size=(n_examples, c)).astype(np.int64)
@@ -434,33 +492,30 @@ def copying(n_examples: int, length: int, seed: int = 0) -> Task:
     return _task(tokens, c, content, np.full(n_examples, np.nan), "copying")
 
 
-def task_batch(task: Task):
+@contract
+def task_batch(task: Annotated[Task, InstanceOf(Task, "a companion.lab.data.Task", error=ValueError)]):
     r"""Training pair ``(x, y)`` for a task: ``x = tokens[:, :-1]`` and targets only at the answers.
 
     ``y`` is ``(batch, n - 1)`` int64, ``-100`` (ignored by
     ``torch.nn.functional.cross_entropy``) everywhere except ``y[b, p - 1] =
     tokens[b, p]`` for each answer position ``p``: the loss is on the answers alone.
     """
-    if not isinstance(task, Task):
-        raise ValueError(f"task must be a companion.lab.data.Task, got {type(task).__name__}")
     x = task.tokens[:, :-1]
     y = torch.full_like(x, -100)
     y.scatter_(1, task.answer_positions - 1, task.answers)
     return x, y
 
 
-def encode(text: str) -> torch.Tensor:
+@contract
+def encode(text: Label) -> torch.Tensor:
     """The UTF-8 bytes of ``text`` as an int64 tensor ``(n,)``."""
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a str, got {type(text).__name__}")
     return torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
 
 
-def decode(tokens) -> str:
+@contract(_bytes)
+def decode(tokens: Annotated[np.ndarray, WholeNumbers(floats=False, what="integers in 0..255")]) -> str:
     """Byte tokens (any 1-D integer sequence in 0..255) back to text; invalid UTF-8 becomes U+FFFD."""
     t = torch.as_tensor(tokens)
-    if t.ndim != 1 or t.is_floating_point() or (t.numel() and (int(t.min()) < 0 or int(t.max()) > 255)):
-        raise ValueError("tokens must be a 1-D sequence of integers in 0..255")
     return bytes(t.tolist()).decode("utf-8", errors="replace")
 
 
@@ -472,33 +527,11 @@ def _bytes_tensor(b: bytes) -> torch.Tensor:
     return torch.frombuffer(bytearray(b), dtype=torch.uint8) if b else torch.zeros(0, dtype=torch.uint8)
 
 
-def _stream(name: str, data) -> torch.Tensor:
-    if not isinstance(data, torch.Tensor) or data.ndim != 1 or data.is_floating_point():
-        raise ValueError(f"{name} must be a 1-D integer tensor of tokens")
-    return data
-
-
-def _common(n_examples, length, seed):
-    n_examples = _checks.positive_int("n_examples", n_examples)
-    length = _checks.positive_int("length", length)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    return n_examples, length, int(seed)
-
-
-def _fits(name: str, value: int, minimum: int) -> None:
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum} to hold every needle and the query, got {value}")
-
-
 def _depths(depth, n: int, rng) -> np.ndarray:
     """One depth per example: uniform draws for ``None``, else ``depth`` broadcast to ``(n,)``."""
     if depth is None:
         return rng.random(n)
-    d = _checks.array("depth", depth)
-    if not (d.ndim == 0 or d.shape == (n,)) or np.any((d < 0) | (d > 1)):
-        raise ValueError(f"depth must be one number in [0, 1] or {n} of them (one per example), got {depth!r}")
-    return np.broadcast_to(d, (n,)).astype(np.float64).copy()
+    return np.broadcast_to(depth, (n,)).astype(np.float64).copy()
 
 
 def _query(key: np.ndarray, value: np.ndarray) -> np.ndarray:

@@ -50,22 +50,39 @@ must beat to show that it matches keys.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Annotated, Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import _checks
+from .._contracts import (Array, Count, Edges, Function, InstanceOf, Integer, Level, NonNegative, OneOf,
+                          PositiveCounts, TokenTensor, TorchModule, contract)
 from . import data
 
 __all__ = ["as_model_fn", "perplexity", "perplexity_by_length", "bootstrap_interval", "answer_correct",
            "answer_accuracy", "accuracy_grid", "depth_bin_grid", "straddles", "copier_accuracy", "COPIERS",
            "attention_beyond", "pair_norms"]
 
+#: A model, or any function ``tokens (batch, n) -> logits (batch, n, vocab)``.
+ModelFn = Annotated[Callable, Function("callable: tokens (batch, n) -> logits (batch, n, vocab)")]
+#: Windows of ``n + 1`` tokens: read ``n``, score the next ``n``.
+Windows = Annotated[torch.Tensor, TokenTensor(2, "(N, n + 1)", min_last=2, why="n >= 1")]
+#: The lengths to evaluate at: one integer >= 1, or a list of them.
+Lengths = Annotated[list, PositiveCounts(single=True)]
+#: A task of :mod:`companion.lab.data`.
+Task = Annotated[data.Task, InstanceOf(data.Task, "a companion.lab.data.Task", error=ValueError)]
+#: A seed of ``numpy.random.default_rng``.
+Seed = Annotated[int, Integer(0)]
+#: A task generator of :mod:`companion.lab.data`.
+TaskMaker = Annotated[Callable, Function("a task generator such as companion.lab.data.retrieval")]
+#: The rules that answer a retrieval question without reading any key.
+COPIERS = ("first", "last", "random")
 
-def as_model_fn(model) -> Callable[[torch.Tensor], torch.Tensor]:
+
+@contract
+def as_model_fn(model: ModelFn) -> Callable[[torch.Tensor], torch.Tensor]:
     """Wrap ``model`` as a function ``tokens -> logits`` (eval mode, no gradients, its device).
 
     A ``torch.nn.Module`` gets ``eval()``, ``torch.no_grad()`` and its input moved to
@@ -73,8 +90,6 @@ def as_model_fn(model) -> Callable[[torch.Tensor], torch.Tensor]:
     called as it is, under ``torch.no_grad()``. ``ValueError`` if ``model`` is not
     callable.
     """
-    if not callable(model):
-        raise ValueError(f"model must be callable: tokens (batch, n) -> logits (batch, n, vocab), got {type(model).__name__}")
     if isinstance(model, nn.Module):
         model.eval()
         param = next(model.parameters(), None)
@@ -89,17 +104,21 @@ def as_model_fn(model) -> Callable[[torch.Tensor], torch.Tensor]:
     return fn
 
 
-def perplexity(model, windows: torch.Tensor, batch_size: int = 16) -> float:
+@contract
+def perplexity(model: ModelFn, windows: Windows, batch_size: Count = 16) -> float:
     r"""Perplexity of ``model`` on ``windows`` ``(N, n + 1)``: read ``n`` tokens, score the next ``n``.
 
     Log-probabilities are taken in float64. Returns a float >= 1.
     """
-    return math.exp(_mean_nll(as_model_fn(model), _windows(windows), _checks.positive_int("batch_size", batch_size)))
+    return math.exp(_mean_nll(as_model_fn(model), windows.long(), batch_size))
 
 
-def perplexity_by_length(model, stream: torch.Tensor, lengths, tokens_per_length: int | None = None,
-                         batch_tokens: int = 8192, past: int | None = None, n_bootstrap: int = 0,
-                         seed: int = 0, file_starts=None, blocks=None) -> list[dict]:
+@contract
+def perplexity_by_length(model: ModelFn, stream: data.TokenStream, lengths: Lengths,
+                         tokens_per_length: Count | None = None, batch_tokens: Count = 8192, past: Count | None = None,
+                         n_bootstrap: NonNegative = 0, seed: Seed = 0,
+                         file_starts: Annotated[np.ndarray, Edges("offsets")] | None = None,
+                         blocks: Annotated[np.ndarray, Edges("position edges", least=2)] | None = None) -> list[dict]:
     r"""Perplexity at each length of ``lengths``, on the same text, with a bootstrap interval.
 
     For length ``n`` the stream is cut into consecutive non-overlapping windows of
@@ -135,15 +154,7 @@ def perplexity_by_length(model, stream: torch.Tensor, lengths, tokens_per_length
     from . import stats
 
     fn = as_model_fn(model)
-    lengths = _lengths(lengths)
-    if tokens_per_length is not None:
-        tokens_per_length = _checks.positive_int("tokens_per_length", tokens_per_length)
-    batch_tokens = _checks.positive_int("batch_tokens", batch_tokens)
-    past = None if past is None else _checks.positive_int("past", past)
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
-        raise ValueError(f"n_bootstrap must be an integer >= 0, got {n_bootstrap!r}")
-    starts = None if file_starts is None else _file_starts(file_starts)
-    edges = None if blocks is None else _blocks(blocks)
+    starts, edges = file_starts, blocks
     results = []
     for n in lengths:
         windows = data.text_windows(stream, n, None if tokens_per_length is None else max(1, tokens_per_length // n))
@@ -169,8 +180,9 @@ def perplexity_by_length(model, stream: torch.Tensor, lengths, tokens_per_length
     return results
 
 
-def bootstrap_interval(window_nll, tokens_per_window: int, n_resamples: int = 1000, seed: int = 0,
-                       level: float = 0.95) -> list[float]:
+@contract
+def bootstrap_interval(window_nll: Annotated[np.ndarray, Array(ndim=1, nonempty=True)], tokens_per_window: Count,
+                       n_resamples: Count = 1000, seed: Seed = 0, level: Level = 0.95) -> list[float]:
     r"""Percentile bootstrap interval of the perplexity from per-window summed log-losses.
 
     ``window_nll[w]`` is the summed negative log-likelihood of window ``w`` (of
@@ -178,13 +190,7 @@ def bootstrap_interval(window_nll, tokens_per_window: int, n_resamples: int = 10
     there are, with replacement, and takes :math:`\exp(\sum_w \ell_w / (N n))`;
     the interval is the ``(1 - level)/2`` and ``(1 + level)/2`` quantiles.
     """
-    nll = _checks.array("window_nll", window_nll)
-    if nll.ndim != 1 or nll.size == 0:
-        raise ValueError(f"window_nll must be a non-empty 1-D array of summed losses, got shape {nll.shape}")
-    tokens_per_window = _checks.positive_int("tokens_per_window", tokens_per_window)
-    n_resamples = _checks.positive_int("n_resamples", n_resamples)
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    nll = window_nll
     rng = np.random.default_rng(seed)
     index = rng.integers(0, nll.size, size=(n_resamples, nll.size))
     ppl = np.exp(nll[index].sum(axis=1) / (nll.size * tokens_per_window))
@@ -192,15 +198,13 @@ def bootstrap_interval(window_nll, tokens_per_window: int, n_resamples: int = 10
     return [float(low), float(high)]
 
 
-def answer_correct(model, task: data.Task, batch_size: int = 32) -> torch.Tensor:
+@contract
+def answer_correct(model: ModelFn, task: Task, batch_size: Count = 32) -> torch.Tensor:
     """Per example of ``task``: ``True`` where every answer token is the model's top prediction.
 
     The rule of :func:`answer_accuracy`; returns a boolean tensor ``(batch,)``.
     """
-    if not isinstance(task, data.Task):
-        raise ValueError(f"task must be a companion.lab.data.Task, got {type(task).__name__}")
     fn = as_model_fn(model)
-    batch_size = _checks.positive_int("batch_size", batch_size)
     correct = []
     for start in range(0, task.tokens.shape[0], batch_size):
         part = slice(start, start + batch_size)
@@ -222,8 +226,12 @@ def answer_accuracy(model, task: data.Task, batch_size: int = 32) -> dict:
     return {"accuracy": float(right.float().mean()), "n_examples": int(right.shape[0])}
 
 
-def accuracy_grid(model, lengths, depths, n_examples: int = 100, seed: int = 0,
-                  make_task: Callable = data.retrieval, batch_size: int = 32, **options) -> list[dict]:
+@contract
+def accuracy_grid(model: ModelFn, lengths: Lengths,
+                  depths: Annotated[np.ndarray, Array(ndim=1, nonempty=True, nonnegative=True, at_most=1.0,
+                                                      why="relative depths")],
+                  n_examples: Count = 100, seed: Seed = 0, make_task: TaskMaker = data.retrieval,
+                  batch_size: Count = 32, **options) -> list[dict]:
     r"""Retrieval accuracy for every (length, depth) pair: RULER's grid in miniature.
 
     For each ``length`` ``n`` (the number of tokens the model reads) and each
@@ -236,13 +244,6 @@ def accuracy_grid(model, lengths, depths, n_examples: int = 100, seed: int = 0,
     ``n_examples``.
     """
     fn = as_model_fn(model)
-    lengths = _lengths(lengths)
-    depths = _checks.array("depths", depths)
-    if depths.ndim != 1 or depths.size == 0 or np.any((depths < 0) | (depths > 1)):
-        raise ValueError(f"depths must be a non-empty 1-D list of numbers in [0, 1], got {depths.tolist()}")
-    n_examples = _checks.positive_int("n_examples", n_examples)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
     rows = []
     for n in lengths:
         for depth in depths.tolist():
@@ -256,8 +257,10 @@ def accuracy_grid(model, lengths, depths, n_examples: int = 100, seed: int = 0,
     return rows
 
 
-def depth_bin_grid(model, lengths, n_bins: int, n_examples: int, seed: int = 0, make_task: Callable = data.retrieval,
-                   chunks=(), batch_size: int = 32, **options) -> list[dict]:
+@contract
+def depth_bin_grid(model: ModelFn, lengths: Lengths, n_bins: Count, n_examples: Count, seed: Seed = 0,
+                   make_task: TaskMaker = data.retrieval, chunks: Annotated[list, PositiveCounts(empty=True)] = (),
+                   batch_size: Count = 32, **options) -> list[dict]:
     r"""Retrieval accuracy by length and depth *bin*, the needle jittered inside each bin.
 
     For each ``length`` ``n`` and each of ``n_bins`` equal bins :math:`[j/B, (j+1)/B)`
@@ -275,12 +278,6 @@ def depth_bin_grid(model, lengths, n_bins: int, n_examples: int, seed: int = 0, 
     ``{C: [correct straddling, straddling, correct clear, clear]}``.
     """
     fn = as_model_fn(model)
-    lengths = _lengths(lengths)
-    n_bins = _checks.positive_int("n_bins", n_bins)
-    n_examples = _checks.positive_int("n_examples", n_examples)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    chunks = [_checks.positive_int("chunks", c) for c in chunks]
     rows = []
     for n in lengths:
         for j in range(n_bins):
@@ -314,11 +311,9 @@ def straddles(starts, m: int, chunk: int) -> np.ndarray:
     return (s // chunk) != ((s + m - 1) // chunk)
 
 
-#: The rules that answer a retrieval question without reading any key.
-COPIERS = ("first", "last", "random")
 
-
-def copier_accuracy(task: data.Task, rule: str, seed: int = 0) -> np.ndarray:
+@contract
+def copier_accuracy(task: Task, rule: Annotated[str, OneOf(*COPIERS)], seed: Seed = 0) -> np.ndarray:
     r"""Per example, whether a key-blind *copier* answers ``task`` correctly (boolean ``(batch,)``).
 
     The copier finds every ``@`` whose statement ends in a value (``@XY=37``, not
@@ -328,9 +323,6 @@ def copier_accuracy(task: data.Task, rule: str, seed: int = 0) -> np.ndarray:
     them reads a key, so on :func:`companion.lab.data.multi_key_retrieval` each is
     right with probability exactly ``1/k`` over the queried slot.
     """
-    if not isinstance(task, data.Task):
-        raise ValueError(f"task must be a companion.lab.data.Task, got {type(task).__name__}")
-    rule = _checks.one_of("rule", rule, COPIERS)
     rng = np.random.default_rng(seed)
     tokens, answers = task.tokens.numpy(), task.answers.numpy()
     width = answers.shape[1]
@@ -351,7 +343,10 @@ def copier_accuracy(task: data.Task, rule: str, seed: int = 0) -> np.ndarray:
     return right
 
 
-def attention_beyond(model, task: data.Task, distance: int) -> list[float]:
+@contract
+def attention_beyond(model: Annotated[object, TorchModule("attention_weights", "attention_weights(tokens), as "
+                                                          "companion.lab.models.TinyTransformer has")],
+                     task: Task, distance: Count) -> list[float]:
     r"""Per layer, the mean attention weight the answer's query puts on keys ``distance`` or more back.
 
     The query is the position that predicts the first answer token, ``p - 1``
@@ -359,11 +354,6 @@ def attention_beyond(model, task: data.Task, distance: int) -> list[float]:
     distance`` are summed, then averaged over heads and examples. ``model`` must
     have ``attention_weights(tokens)`` (:meth:`companion.lab.models.TinyTransformer.attention_weights`).
     """
-    if not isinstance(task, data.Task):
-        raise ValueError(f"task must be a companion.lab.data.Task, got {type(task).__name__}")
-    if not hasattr(model, "attention_weights"):
-        raise ValueError("model must have attention_weights(tokens), as companion.lab.models.TinyTransformer has")
-    distance = _checks.positive_int("distance", distance)
     query = task.answer_positions[:, 0] - 1                        # (batch,)
     shares = []
     for weights in model.attention_weights(task.tokens[:, :-1]):   # (batch, heads, n, n) per layer
@@ -373,7 +363,10 @@ def attention_beyond(model, task: data.Task, distance: int) -> list[float]:
     return shares
 
 
-def pair_norms(model, windows: torch.Tensor) -> dict:
+@contract
+def pair_norms(model: Annotated[object, TorchModule("queries_and_keys", "queries_and_keys(tokens), as "
+                                                    "companion.lab.models.TinyTransformer has")],
+               windows: Annotated[torch.Tensor, TokenTensor(2, "(N, n)")]) -> dict:
     r"""Per layer, head and RoPE pair, the mean norm of the queries' and keys' 2-D chunks.
 
     The frequency-usage view of Barbero et al. (2025): a pair :math:`i` whose chunks
@@ -384,10 +377,6 @@ def pair_norms(model, windows: torch.Tensor) -> dict:
     must have ``queries_and_keys`` (:meth:`companion.lab.models.TinyTransformer.queries_and_keys`).
     Returns ``{"query": q, "key": k}``, each a nested list ``[layer][head][pair]``.
     """
-    if not hasattr(model, "queries_and_keys"):
-        raise ValueError("model must have queries_and_keys(tokens), as companion.lab.models.TinyTransformer has")
-    if not isinstance(windows, torch.Tensor) or windows.ndim != 2 or windows.is_floating_point():
-        raise ValueError("windows must be an integer tensor (N, n) of tokens")
     out = {"query": [], "key": []}
     for q, k in model.queries_and_keys(windows):                                  # (N, heads, n, d_head) each
         for name, x in (("query", q), ("key", k)):
@@ -428,32 +417,6 @@ def _mean_nll(fn, windows: torch.Tensor, batch_size: int) -> float:
         nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1), reduction="sum")
         total, count = total + float(nll), count + w[:, 1:].numel()
     return total / count
-
-
-def _windows(windows) -> torch.Tensor:
-    if not isinstance(windows, torch.Tensor) or windows.ndim != 2 or windows.shape[1] < 2 or windows.is_floating_point():
-        raise ValueError("windows must be an integer tensor (N, n + 1) with n >= 1")
-    return windows.long()
-
-
-def _lengths(lengths) -> list[int]:
-    if isinstance(lengths, int | np.integer) and not isinstance(lengths, bool):
-        lengths = [lengths]
-    return _checks.positive_ints("lengths", lengths)
-
-
-def _file_starts(starts) -> np.ndarray:
-    s = np.asarray(starts, dtype=np.int64)
-    if s.ndim != 1 or s.size == 0 or s[0] != 0 or np.any(np.diff(s) <= 0):
-        raise ValueError(f"file_starts must be increasing offsets starting at 0, got {list(starts)}")
-    return s
-
-
-def _blocks(blocks) -> np.ndarray:
-    b = np.asarray(blocks, dtype=np.int64)
-    if b.ndim != 1 or b.size < 2 or b[0] != 0 or np.any(np.diff(b) <= 0):
-        raise ValueError(f"blocks must be increasing position edges starting at 0, got {list(blocks)}")
-    return b
 
 
 def _sums_by_file_and_block(nll: np.ndarray, starts: np.ndarray, edges) -> tuple[np.ndarray, np.ndarray]:

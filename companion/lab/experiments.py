@@ -52,7 +52,7 @@ import time
 import numpy as np
 import torch
 
-from .. import _checks
+from .._contracts import AnyValue, Flag, OneOf, Positive, Seed, contract
 from . import data, evals, train
 from .config import LabConfig, get_config
 from .models import TinyTransformer, count_parameters
@@ -94,8 +94,14 @@ def chance_levels(config="reduced") -> dict:
 # Training
 # ---------------------------------------------------------------------------
 
-def train_arm(arm: str, seed: int, config="reduced", corpus: data.Corpus | None = None, progress: bool = False,
-              lr: float | None = None, curve: bool = False):
+def _an_arm_of(arm, config) -> None:
+    """``arm`` is an arm of the configuration."""
+    OneOf(*get_config(config).arms)("arm", arm)
+
+
+@contract(_an_arm_of)
+def train_arm(arm: AnyValue, seed: Seed, config: AnyValue = "reduced", corpus: AnyValue = None,
+              progress: Flag = False, lr: Positive | None = None, curve: Flag = False):
     r"""Train the model of ``arm`` at ``seed`` under ``config``; return ``(model, info)``.
 
     ``torch.manual_seed(seed)`` before the model is built, and the batches (text
@@ -110,7 +116,6 @@ def train_arm(arm: str, seed: int, config="reduced", corpus: data.Corpus | None 
     accuracy at ``L`` (:func:`tuning_scores` at a smaller size).
     """
     cfg = get_config(config)
-    arm = _checks.one_of("arm", arm, tuple(cfg.arms))
     corpus = data.load_corpus() if corpus is None else corpus
     L, t = cfg.context_length, cfg.train
     lr = cfg.lr_of(arm) if lr is None else lr

@@ -26,17 +26,20 @@ import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Callable
+
+from .._contracts import Function, contract
 
 __all__ = ["executed_functions", "source_hashes", "fingerprint", "changed"]
 
 _PACKAGE = Path(__file__).resolve().parent.parent   # the companion folder
 
 
-def executed_functions(run: Callable[[], object]) -> list[tuple[str, str]]:
+@contract
+def executed_functions(run: Annotated[Callable[[], object],
+                                      Function("a function that runs the experiments, called with no arguments")]) \
+        -> list[tuple[str, str]]:
     """``(module, qualified name)`` of every companion function that ``run()`` calls, sorted."""
-    if not callable(run):
-        raise ValueError("run must be a function that runs the experiments, called with no arguments")
     seen: set = set()
 
     def record(frame, event, arg):

@@ -35,16 +35,68 @@ CUDA, and creates every tensor on the device of its input.
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 from torch import nn
 
-from .. import _checks, rope, scaling
+from .. import rope, scaling
+from .._contracts import (Count, Either, Flag, Integer, Model, NonNegative, OneOf, Positive, Real, TokenTensor,
+                          contract)
 from .schemes import ROPE_SCHEMES, SCHEMES, RotaryScheme, chunked_causal_mask, make_scheme
 
 __all__ = ["SCHEMES", "ROPE_SCHEMES", "TinyTransformer", "chunked_causal_mask", "count_parameters"]
 
+#: Integer tokens ``(batch, n)``, ``batch, n >= 1`` (their range is the model's rule, :func:`_tokens_in_vocabulary`).
+Tokens = Annotated[torch.Tensor, TokenTensor(2, "(batch, n)", min_size=1)]
+#: The standard deviation of the token embedding at initialisation.
+EmbeddingStd = Annotated[float, Either(Real(gt=0), OneOf("inverse_sqrt_d"),
+                                       what="a finite real number > 0 or 'inverse_sqrt_d'")]
 
+
+# --- rules between the arguments of TinyTransformer -----------------------------------
+
+def _heads_divide_width(d_model, n_heads) -> None:
+    """The width splits into ``n_heads`` heads of equal width."""
+    if d_model % n_heads:
+        raise ValueError(f"d_model must be divisible by n_heads ({n_heads}), got {d_model}")
+
+
+def _pairs_for_the_scheme(scheme, d_model, n_heads) -> None:
+    """RoPE rotates pairs of a head's components; sinusoidal positions come in (sine, cosine) pairs."""
+    if scheme in ROPE_SCHEMES and (d_model // n_heads) % 2:
+        raise ValueError(f"d_model / n_heads (the head width) must be even for RoPE, got {d_model // n_heads}")
+    if scheme == "sinusoidal" and d_model % 2:
+        raise ValueError(f"d_model must be even for sinusoidal positions (sine, cosine pairs), got {d_model}")
+
+
+def _fraction_of_rope_pairs(scheme, rope_fraction, d_model, n_heads) -> None:
+    """p-RoPE is a variant of ``rope`` and keeps at least one of the head's pairs rotating."""
+    if rope_fraction is None:
+        return
+    if scheme != "rope":
+        raise ValueError(f"rope_fraction applies to the 'rope' scheme only, got scheme {scheme!r}")
+    if int(rope_fraction * (d_model // n_heads) // 2) < 1:
+        raise ValueError(f"rope_fraction must be in (0, 1] and keep at least one pair rotating, got {rope_fraction!r}")
+
+
+def _t5_beyond_exact(t5_num_buckets, t5_max_distance) -> None:
+    """T5's log-spaced buckets start after its ``t5_num_buckets // 2`` exact ones."""
+    exact = t5_num_buckets // 2
+    if t5_max_distance is not None and t5_max_distance <= exact:
+        raise ValueError(f"t5_max_distance must be > {exact} (t5_num_buckets // 2, the exact buckets), "
+                         f"got {t5_max_distance}")
+
+
+def _tokens_in_vocabulary(self, tokens) -> None:
+    """Every token is a row of the model's embedding table."""
+    vocab_size = self.config["vocab_size"]
+    if int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size:
+        raise ValueError(f"tokens must lie in 0..{vocab_size - 1} (vocab_size), got {int(tokens.min())}.."
+                         f"{int(tokens.max())}")
+
+
+@contract(_heads_divide_width, _pairs_for_the_scheme, _fraction_of_rope_pairs, _t5_beyond_exact)
 class TinyTransformer(nn.Module):
     r"""A small causal language model; ``scheme`` picks the position method.
 
@@ -94,13 +146,16 @@ class TinyTransformer(nn.Module):
     as in T5), and ``config`` (a JSON-serialisable dict of the arguments).
     """
 
-    def __init__(self, scheme: str = "rope", *, vocab_size: int = 256, d_model: int = 64, n_heads: int = 4,
-                 n_layers: int = 2, context_length: int = 64, d_ff: int | None = None,
-                 tie_embeddings: bool = True, embedding_std: float | str | None = None,
-                 rope_base: float = rope.DEFAULT_BASE, rope_fraction: float | None = None,
-                 shaw_max_distance: int = 16, t5_num_buckets: int = 32, t5_max_distance: int | None = None,
-                 irope_nope_every: int = 2, irope_floor_scale: float | None = None,
-                 irope_chunk: int | None = None):
+    def __init__(self, scheme: Annotated[str, OneOf(*SCHEMES)] = "rope", *,
+                 vocab_size: Annotated[int, Integer(2, why="a language model predicts one of several tokens")] = 256,
+                 d_model: Count = 64, n_heads: Count = 4, n_layers: Count = 2, context_length: Count = 64,
+                 d_ff: Count | None = None, tie_embeddings: Flag = True, embedding_std: EmbeddingStd | None = None,
+                 rope_base: Positive = rope.DEFAULT_BASE,
+                 rope_fraction: Annotated[float, Real(gt=0.0, le=1.0, why="the share of pairs that rotate")] | None
+                 = None,
+                 shaw_max_distance: NonNegative = 16, t5_num_buckets: Count = 32, t5_max_distance: Count | None = None,
+                 irope_nope_every: Count = 2, irope_floor_scale: Positive | None = None,
+                 irope_chunk: Count | None = None):
         super().__init__()
         self.config = _model_config(**{k: v for k, v in locals().items() if k not in ("self", "__class__")})
         c = self.config
@@ -148,11 +203,13 @@ class TinyTransformer(nn.Module):
 
     # --- forward -------------------------------------------------------------------
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    @contract(_tokens_in_vocabulary)
+    def forward(self, tokens: Tokens) -> torch.Tensor:
         """Logits ``(batch, n, vocab_size)`` for integer tokens ``(batch, n)``."""
         return self._run(tokens)[0]
 
-    def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+    @contract(_tokens_in_vocabulary)
+    def attention_weights(self, tokens: Tokens) -> list[torch.Tensor]:
         r"""The attention weights of every layer for ``tokens`` ``(batch, n)``, without gradients.
 
         One tensor ``(batch, n_heads, n, n)`` per layer, row ``i`` the softmax weights
@@ -162,7 +219,8 @@ class TinyTransformer(nn.Module):
         """
         return self._inspect(tokens, "weights")
 
-    def queries_and_keys(self, tokens: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    @contract(_tokens_in_vocabulary)
+    def queries_and_keys(self, tokens: Tokens) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per layer, the queries and keys ``(batch, n_heads, n, d_head)`` before any rotation, without gradients."""
         return self._inspect(tokens, "qk")
 
@@ -175,7 +233,7 @@ class TinyTransformer(nn.Module):
         return weights if what == "weights" else qk
 
     def _run(self, tokens, need_weights: bool = False, need_qk: bool = False):
-        x = _check_tokens(tokens, self.config["vocab_size"], self.token_embedding.weight.device)   # (b, n)
+        x = tokens.to(device=self.token_embedding.weight.device, dtype=torch.long)                 # (b, n)
         n = x.shape[1]
         h = self.scheme.embed(self.token_embedding(x))                                           # (b, n, d)
         if isinstance(self.scheme, RotaryScheme):
@@ -194,9 +252,10 @@ class TinyTransformer(nn.Module):
 
     # --- interventions -------------------------------------------------------------
 
-    def set_key_window(self, w: int | None) -> None:
+    @contract
+    def set_key_window(self, w: Count | None) -> None:
         """Hide, in every layer, the keys ``w`` or more positions back (a sliding window of ``w``); ``None`` undoes it."""
-        self.key_window = None if w is None else _checks.positive_int("w", w)
+        self.key_window = w
 
     def set_rope_scaling(self, method: str = "none", s: float = 1.0, **options) -> dict:
         r"""Switch the RoPE frequencies to ``method`` of :data:`companion.scaling.METHODS`.
@@ -212,13 +271,14 @@ class TinyTransformer(nn.Module):
         """
         return self._rotary_scheme().set_scaling(method, s, **options)
 
-    def rope_frequencies(self, n: int | None = None) -> scaling.Frequencies:
+    @contract
+    def rope_frequencies(self, n: Count | None = None) -> scaling.Frequencies:
         """The :class:`companion.scaling.Frequencies` this model uses for an input of length ``n``.
 
         ``n`` matters only for ``"dynamic_ntk"``; ``None`` means ``context_length``.
         """
         scheme = self._rotary_scheme()
-        n = self.context_length if n is None else _checks.positive_int("n", n)
+        n = self.context_length if n is None else n
         return scheme.frequencies(scheme.setting, current_length=n)
 
     def _rotary_scheme(self) -> RotaryScheme:
@@ -296,10 +356,9 @@ class _CausalSelfAttention(nn.Module):
         return self.out(z), weights, qk
 
 
-def count_parameters(model: nn.Module) -> int:
+@contract
+def count_parameters(model: Model) -> int:
     """Number of trainable parameters of ``model`` (tied weights counted once)."""
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
@@ -319,61 +378,19 @@ def _and(a, b):
 def _model_config(scheme, vocab_size, d_model, n_heads, n_layers, context_length, d_ff, tie_embeddings,
                   embedding_std, rope_base, rope_fraction, shaw_max_distance, t5_num_buckets, t5_max_distance,
                   irope_nope_every, irope_floor_scale, irope_chunk) -> dict:
-    """Validate the arguments of :class:`TinyTransformer`; return them as a plain dict."""
-    _checks.one_of("scheme", scheme, SCHEMES)
-    vocab_size = _checks.positive_int("vocab_size", vocab_size)
-    if vocab_size < 2:
-        raise ValueError(f"vocab_size must be an integer >= 2, got {vocab_size}")
-    d_model = _checks.positive_int("d_model", d_model)
-    n_heads = _checks.positive_int("n_heads", n_heads)
-    if d_model % n_heads:
-        raise ValueError(f"d_model must be divisible by n_heads ({n_heads}), got {d_model}")
-    if scheme in ROPE_SCHEMES and (d_model // n_heads) % 2:
-        raise ValueError(f"d_model / n_heads (the head width) must be even for RoPE, got {d_model // n_heads}")
-    if scheme == "sinusoidal" and d_model % 2:
-        raise ValueError(f"d_model must be even for sinusoidal positions (sine, cosine pairs), got {d_model}")
-    if not isinstance(tie_embeddings, bool):
-        raise ValueError(f"tie_embeddings must be True or False, got {tie_embeddings!r}")
-    if embedding_std is not None and embedding_std != "inverse_sqrt_d":
-        embedding_std = _checks.positive_float("embedding_std", embedding_std)
-    if rope_fraction is not None:
-        if scheme != "rope":
-            raise ValueError(f"rope_fraction applies to the 'rope' scheme only, got scheme {scheme!r}")
-        if isinstance(rope_fraction, bool) or not isinstance(rope_fraction, (int, float)) \
-                or not 0 < rope_fraction <= 1 or int(rope_fraction * (d_model // n_heads) // 2) < 1:
-            raise ValueError(f"rope_fraction must be in (0, 1] and keep at least one pair rotating, got {rope_fraction!r}")
-        rope_fraction = float(rope_fraction)
-    if isinstance(shaw_max_distance, bool) or not isinstance(shaw_max_distance, int) or shaw_max_distance < 0:
-        raise ValueError(f"shaw_max_distance must be an integer >= 0, got {shaw_max_distance!r}")
-    context_length = _checks.positive_int("context_length", context_length)
-    t5_num_buckets = _checks.positive_int("t5_num_buckets", t5_num_buckets)
+    """The (checked) arguments of :class:`TinyTransformer` as a plain dict, the defaults that depend on others filled in."""
     exact = t5_num_buckets // 2  # T5's exact buckets in one direction
     if t5_max_distance is None:
         t5_max_distance = max(context_length, exact + 1)
-    elif _checks.positive_int("t5_max_distance", t5_max_distance) <= exact:
-        raise ValueError(f"t5_max_distance must be > {exact} (t5_num_buckets // 2, the exact buckets), got {t5_max_distance}")
     return {
         "scheme": scheme, "vocab_size": vocab_size, "d_model": d_model, "n_heads": n_heads,
-        "n_layers": _checks.positive_int("n_layers", n_layers), "context_length": context_length,
-        "d_ff": 4 * d_model if d_ff is None else _checks.positive_int("d_ff", d_ff),
+        "n_layers": n_layers, "context_length": context_length,
+        "d_ff": 4 * d_model if d_ff is None else d_ff,
         "tie_embeddings": tie_embeddings, "embedding_std": embedding_std,
-        "rope_base": _checks.positive_float("rope_base", rope_base), "rope_fraction": rope_fraction,
+        "rope_base": rope_base, "rope_fraction": rope_fraction,
         "shaw_max_distance": shaw_max_distance,
         "t5_num_buckets": t5_num_buckets, "t5_max_distance": t5_max_distance,
-        "irope_nope_every": _checks.positive_int("irope_nope_every", irope_nope_every),
-        "irope_floor_scale": None if irope_floor_scale is None
-        else _checks.positive_float("irope_floor_scale", irope_floor_scale),
-        "irope_chunk": None if irope_chunk is None else _checks.positive_int("irope_chunk", irope_chunk),
+        "irope_nope_every": irope_nope_every,
+        "irope_floor_scale": irope_floor_scale,
+        "irope_chunk": irope_chunk,
     }
-
-
-def _check_tokens(tokens, vocab_size: int, device) -> torch.Tensor:
-    if not isinstance(tokens, torch.Tensor) or tokens.dtype not in (torch.int64, torch.int32, torch.uint8, torch.int16):
-        raise ValueError(f"tokens must be an integer torch.Tensor of shape (batch, n), got {type(tokens).__name__}"
-                         + (f" of dtype {tokens.dtype}" if isinstance(tokens, torch.Tensor) else ""))
-    if tokens.ndim != 2 or tokens.shape[1] < 1 or tokens.shape[0] < 1:
-        raise ValueError(f"tokens must have shape (batch, n) with batch, n >= 1, got {tuple(tokens.shape)}")
-    x = tokens.to(device=device, dtype=torch.long)
-    if int(x.min()) < 0 or int(x.max()) >= vocab_size:
-        raise ValueError(f"tokens must lie in 0..{vocab_size - 1} (vocab_size), got {int(x.min())}..{int(x.max())}")
-    return x

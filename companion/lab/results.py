@@ -19,8 +19,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
+
+from .._contracts import AnyValue, Sample, contract
+
+
+def _seeds_of_the_run(self, seeds) -> None:
+    """A subset keeps seeds of this run only."""
+    missing = sorted(set(seeds) - set(self.seeds))
+    if missing:
+        raise ValueError(f"seeds must be seeds of this run ({self.seed_list()}), got {missing}")
 
 __all__ = ["STORED", "LabResults", "load_results", "per_seed", "spread", "Spread"]
 
@@ -61,11 +71,9 @@ class LabResults:
         """The seeds of this run that were trained only after the claims were frozen."""
         return [s for s in self.seed_list() if s in self.summary["held_out_seeds"]]
 
-    def subset(self, seeds) -> "LabResults":
+    @contract(_seeds_of_the_run)
+    def subset(self, seeds: AnyValue) -> "LabResults":
         """The same run restricted to ``seeds``."""
-        missing = sorted(set(seeds) - set(self.seeds))
-        if missing:
-            raise ValueError(f"seeds must be seeds of this run ({self.seed_list()}), got {missing}")
         return LabResults({s: self.seeds[s] for s in seeds}, self.lr_sweep, self.summary, self.folder)
 
 
@@ -129,11 +137,9 @@ class Spread:
         return f"{self.mean:.{digits}f} [{self.low:.{digits}f}-{self.high:.{digits}f}]"
 
 
-def spread(values) -> Spread:
+@contract
+def spread(values: Annotated[np.ndarray, Sample(finite=False)]) -> Spread:
     """The :class:`Spread` of numbers (``ValueError`` on an empty list or a missing value)."""
-    values = list(values)
-    if not values or any(v is None for v in values):
-        raise ValueError(f"values must be a non-empty list of numbers (one per seed), got {values}")
-    a = np.asarray(values, dtype=np.float64)
+    a = values
     sd = float(a.std(ddof=1)) if a.size > 1 else 0.0
     return Spread(float(a.mean()), float(a.min()), float(a.max()), sd, tuple(float(v) for v in a))

@@ -40,28 +40,53 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
 
-from .. import __version__, _checks
+from .. import __version__
+from .._contracts import AnyValue, Count, OneOf, contract
 from . import data, experiments, fingerprint
 from .config import CONFIGS, LabConfig, get_config
 
 __all__ = ["jobs", "run_job", "job_fingerprint", "finished_jobs", "stage_results", "run_all", "assemble", "record_claims_history", "run_metadata", "machine", "code_hashes", "trace_config",
            "peak_memory_mib", "cpu_seconds", "main"]
 
+#: Whose resources: this process, or its finished children.
+Who = Annotated[str, OneOf("self", "children")]
+#: Which sweep cells a run adds to its arm jobs.
+Sweep = Annotated[str, OneOf("rest", "all", "none")]
+#: A configuration as :func:`companion.lab.config.get_config` reads it (which checks it): a name, a
+#: :class:`companion.lab.config.LabConfig` or a dict.
+ConfigLike = AnyValue
 
-def peak_memory_mib(who: str = "self") -> float:
+
+def _out_dir_given(config, out_dir, seeds) -> None:
+    """Only the full configuration at its own seeds writes to the package's stored results."""
+    name = config if isinstance(config, str) else "custom"
+    if out_dir is None and (name != "full" or seeds is not None):
+        raise ValueError("out_dir must be given for a configuration other than 'full' or for other seeds")
+
+
+def _part_of_parts(part, parts) -> None:
+    """``part`` numbers one of the ``parts`` parts, from 0."""
+    if parts is not None:
+        OneOf(*range(parts))("part", part)
+
+
+@contract
+def peak_memory_mib(who: Who = "self") -> float:
     """Peak resident memory in MiB of this process (``"self"``) or its largest finished child (``"children"``)."""
-    which = {"self": resource.RUSAGE_SELF, "children": resource.RUSAGE_CHILDREN}[_checks.one_of("who", who, ("self", "children"))]
+    which = {"self": resource.RUSAGE_SELF, "children": resource.RUSAGE_CHILDREN}[who]
     peak = resource.getrusage(which).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes on macOS, KiB on Linux
 
 
-def cpu_seconds(who: str = "self") -> float:
+@contract
+def cpu_seconds(who: Who = "self") -> float:
     """User plus system CPU time of this process (``"self"``) or of its finished children."""
-    which = {"self": resource.RUSAGE_SELF, "children": resource.RUSAGE_CHILDREN}[_checks.one_of("who", who, ("self", "children"))]
+    which = {"self": resource.RUSAGE_SELF, "children": resource.RUSAGE_CHILDREN}[who]
     usage = resource.getrusage(which)
     return usage.ru_utime + usage.ru_stime
 
@@ -70,7 +95,8 @@ def cpu_seconds(who: str = "self") -> float:
 # Jobs
 # ---------------------------------------------------------------------------
 
-def jobs(config="reduced", seeds=None, sweep: str = "rest") -> list[tuple]:
+@contract
+def jobs(config: ConfigLike = "reduced", seeds: AnyValue = None, sweep: Sweep = "rest") -> list[tuple]:
     """Every job of a run, the slowest first: ``("arm", seed, arm)`` and ``("sweep", seed, arm, lr)``.
 
     ``seeds``: the seeds of the arm jobs (default: the configuration's). ``sweep``:
@@ -80,7 +106,6 @@ def jobs(config="reduced", seeds=None, sweep: str = "rest") -> list[tuple]:
     """
     cfg = get_config(config)
     seeds = list(cfg.seeds) if seeds is None else list(seeds)
-    sweep = _checks.one_of("sweep", sweep, ("rest", "all", "none"))
     arm_jobs = [("arm", seed, arm) for arm in cfg.main_arms for seed in seeds]
     arm_jobs.sort(key=lambda j: j[2] not in ("rope", "shaw"))   # rope also extends; shaw is the slowest to score
     cells = [] if sweep == "none" else [
@@ -189,8 +214,10 @@ def _sweep_cells(cfg, records, sweep) -> list:
 # A whole run
 # ---------------------------------------------------------------------------
 
-def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout, part: int | None = None,
-            parts: int | None = None, seeds=None, sweep: str = "rest", only_seeds=None) -> dict:
+@contract(_out_dir_given, _part_of_parts)
+def run_all(config: ConfigLike = "reduced", out_dir: AnyValue = None, workers: Count = 2, stream: AnyValue = sys.stdout,
+            part: AnyValue = None, parts: Count | None = None, seeds: AnyValue = None, sweep: Sweep = "rest",
+            only_seeds: AnyValue = None) -> dict:
     """Run the jobs not yet done in ``out_dir``, then, once every job is done, :func:`assemble` the files.
 
     ``out_dir=None`` means the package's stored results (:data:`companion.lab.results.STORED`)
@@ -207,19 +234,14 @@ def run_all(config="reduced", out_dir=None, workers: int = 2, stream=sys.stdout,
     cfg = get_config(config)
     name = config if isinstance(config, str) else "custom"
     if out_dir is None:
-        if name != "full" or seeds is not None:
-            raise ValueError("out_dir must be given for a configuration other than 'full' or for other seeds")
         out_dir = stored_results.STORED
     out = Path(out_dir)
     folder = out / "jobs"
     folder.mkdir(parents=True, exist_ok=True)
-    workers = _checks.positive_int("workers", workers)
     todo = jobs(cfg, seeds, sweep)
     if only_seeds is not None:
         todo = [j for j in todo if j[1] in set(only_seeds)]
     if parts is not None:
-        parts = _checks.positive_int("parts", parts)
-        part = _checks.one_of("part", part, tuple(range(parts)))
         todo = todo[part::parts]
         workers = 1
     definition = {"config_name": name, "config": cfg.to_dict(), "seeds": list(cfg.seeds if seeds is None else seeds),

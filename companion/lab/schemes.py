@@ -38,13 +38,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import _checks, absolute, alibi, nope, relative, rope, scaling
+from .. import absolute, alibi, nope, relative, rope, scaling
+from .._contracts import AnyValue, Count, Factor, Frequencies, InstanceOf, OneOf, Real, contract
 
 __all__ = ["SCHEMES", "ROPE_SCHEMES", "Scheme", "NoPEScheme", "LearnedScheme", "SinusoidalScheme", "ShawScheme", "T5Scheme",
            "RotaryScheme", "ALiBiScheme", "IRopeScheme", "PartialFrequencies", "make_scheme", "chunked_causal_mask", "p_rope_frequencies"]
@@ -53,6 +55,17 @@ __all__ = ["SCHEMES", "ROPE_SCHEMES", "Scheme", "NoPEScheme", "LearnedScheme", "
 SCHEMES = ("learned", "sinusoidal", "shaw", "t5", "rope", "alibi", "nope", "irope")
 #: The schemes whose frequencies :meth:`RotaryScheme.set_scaling` can change.
 ROPE_SCHEMES = ("rope", "irope")
+
+
+def _names_a_scheme(c) -> None:
+    """The model configuration ``c`` names one of :data:`SCHEMES`."""
+    OneOf(*SCHEMES)("scheme", c.get("scheme"))
+
+
+def _keeps_a_pair(inv_freq, fraction) -> None:
+    """p-RoPE keeps at least one pair rotating: ``floor(fraction * d/2) >= 1``."""
+    if int(fraction * inv_freq.size) < 1:
+        raise ValueError(f"fraction must keep at least one of the {inv_freq.size} pairs, got {fraction!r}")
 
 
 class Scheme(nn.Module):
@@ -220,10 +233,10 @@ class RotaryScheme(Scheme):
                 or self.rotary.attention_factor != freqs.attention_factor:
             self.rotary.set_frequencies(freqs.inv_freq, freqs.attention_factor)
 
-    def set_scaling(self, method: str = "none", s: float = 1.0, **options) -> dict:
+    @contract
+    def set_scaling(self, method: Annotated[str, OneOf(*scaling.METHODS)] = "none", s: Factor = 1.0,
+                    **options) -> dict:
         """Switch the frequencies to ``method`` at scale ``s`` (see :meth:`companion.lab.models.TinyTransformer.set_rope_scaling`)."""
-        method = _checks.one_of("method", method, tuple(scaling.METHODS))
-        s = _checks.at_least("s", s, 1.0)
         setting = {"method": method, "s": s, **options}
         freqs = self.frequencies(setting, current_length=None)
         self.rotary.set_frequencies(freqs.inv_freq, freqs.attention_factor)
@@ -297,28 +310,29 @@ _CLASSES = {"learned": LearnedScheme, "sinusoidal": SinusoidalScheme, "shaw": Sh
             "rope": RotaryScheme, "alibi": ALiBiScheme, "nope": NoPEScheme, "irope": IRopeScheme}
 
 
-def make_scheme(c: dict) -> Scheme:
+@contract(_names_a_scheme)
+def make_scheme(c: Annotated[dict, InstanceOf(dict, "a model configuration (a dict)", error=ValueError)]) -> Scheme:
     """The :class:`Scheme` of ``c["scheme"]`` for the model configuration ``c``."""
-    return _CLASSES[_checks.one_of("scheme", c["scheme"], SCHEMES)](c)
+    return _CLASSES[c["scheme"]](c)
 
 
-def p_rope_frequencies(inv_freq, fraction: float) -> np.ndarray:
+@contract(_keeps_a_pair)
+def p_rope_frequencies(inv_freq: Frequencies,
+                       fraction: Annotated[float, Real(gt=0.0, le=1.0, why="the share of pairs that rotate")]) \
+        -> np.ndarray:
     r"""p-RoPE (Barbero et al. 2025): keep the fastest ``floor(fraction * d/2)`` frequencies, set the rest to 0.
 
     ``inv_freq`` is ordered fastest first (pair 0), as :func:`companion.rope.inv_freq`
     returns it; the authors' ``apply_p_rope`` keeps ``int(p * head_dim // 2)`` pairs.
     """
     theta = np.array(inv_freq, dtype=np.float64)
-    if not 0 < fraction <= 1:
-        raise ValueError(f"rope_fraction must be in (0, 1], got {fraction!r}")
     kept = int(fraction * theta.size)
-    if kept < 1:
-        raise ValueError(f"rope_fraction must keep at least one of the {theta.size} pairs, got {fraction!r}")
     theta[kept:] = 0.0
     return theta
 
 
-def chunked_causal_mask(n: int, chunk: int, device=None) -> torch.Tensor:
+@contract
+def chunked_causal_mask(n: Count, chunk: Count, device: AnyValue = None) -> torch.Tensor:
     r"""Boolean ``(n, n)`` mask of causal attention within absolute chunks of ``chunk`` tokens.
 
     ``mask[i, j]`` is ``True`` (attend) when :math:`j \le i` and
@@ -326,8 +340,6 @@ def chunked_causal_mask(n: int, chunk: int, device=None) -> torch.Tensor:
     attention of Llama 4's RoPE layers (Meta 2025, ``attention_chunk_size``). For
     ``chunk >= n`` it is the ordinary causal mask.
     """
-    n = _checks.positive_int("n", n)
-    chunk = _checks.positive_int("chunk", chunk)
     i = torch.arange(n, device=device)
     same_chunk = (i[:, None] // chunk) == (i[None, :] // chunk)
     return same_chunk & (i[None, :] <= i[:, None])

@@ -22,8 +22,39 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from typing import Annotated
+
 import mpmath
 import numpy as np
+
+from .._contracts import Count, Integer, Level, NonNegative, Positive, Real, Sample, contract
+
+#: Numbers, one per seed (or per cluster): a non-empty 1-D float64 array of finite values.
+Values = Annotated[np.ndarray, Sample()]
+#: A share (an accuracy, a copier's level): a finite number.
+Share = Annotated[float, Real()]
+
+
+# --- rules between arguments ------------------------------------------------------------
+
+
+def _one_per_seed(a, b) -> None:
+    """``a`` and ``b`` hold one value per seed each, the same seeds."""
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must hold one value per seed each, got {a.size} and {b.size}")
+
+
+def _successes_of_trials(k, n) -> None:
+    """At most ``n`` successes in ``n`` trials."""
+    if k > n:
+        raise ValueError(f"k and n must satisfy 0 <= k <= n, n >= 1, got k={k!r}, n={n!r}")
+
+
+def _counts_per_cluster(nll_by_cluster, tokens_by_cluster) -> None:
+    """One token count per cluster, none negative, some tokens in all."""
+    if nll_by_cluster.shape != tokens_by_cluster.shape or np.any(tokens_by_cluster < 0) or \
+            tokens_by_cluster.sum() <= 0:
+        raise ValueError("nll_by_cluster and tokens_by_cluster must be equal-length arrays with positive token counts")
 
 __all__ = ["Interval", "t_quantile", "mean_interval", "paired_difference", "sign_test", "binomial_se",
            "difference_se", "clearly_above", "wilson_interval", "cluster_bootstrap"]
@@ -47,18 +78,14 @@ class Interval:
         return self.format()
 
 
-def t_quantile(level: float, df: int) -> float:
+@contract
+def t_quantile(level: Level, df: Count) -> float:
     r"""The two-sided Student-*t* critical value: :math:`P(|T_{df}| \le t) = \text{level}`.
 
     From the regularised incomplete beta function,
     :math:`P(|T| > t) = I_{df/(df + t^2)}(df/2, 1/2)` (mpmath's ``betainc``), solved
     for :math:`t` by bisection.
     """
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    if isinstance(df, bool) or not isinstance(df, int) or df < 1:
-        raise ValueError(f"df must be an integer >= 1, got {df!r}")
-
     def tail(t):   # P(|T| > t), decreasing in t
         return float(mpmath.betainc(df / 2, 0.5, 0, df / (df + t * t), regularized=True))
 
@@ -71,31 +98,30 @@ def t_quantile(level: float, df: int) -> float:
     return (low + high) / 2
 
 
-def mean_interval(values, level: float = 0.95) -> Interval:
+@contract
+def mean_interval(values: Values, level: Level = 0.95) -> Interval:
     r"""Mean of ``values`` (one per seed) with the Student-*t* interval :math:`\bar x \pm t\, s/\sqrt n`."""
-    a = _values(values)
+    a = values
     if a.size == 1:
         return Interval(float(a[0]), float(a[0]), float(a[0]), 1, level)
     half = t_quantile(level, a.size - 1) * a.std(ddof=1) / math.sqrt(a.size)
     return Interval(float(a.mean()), float(a.mean() - half), float(a.mean() + half), int(a.size), level)
 
 
-def paired_difference(a, b, level: float = 0.95) -> Interval:
+@contract(_one_per_seed)
+def paired_difference(a: Values, b: Values, level: Level = 0.95) -> Interval:
     """The mean of the per-seed differences ``a - b`` with its *t* interval (the same seeds, in order)."""
-    a, b = _values(a), _values(b)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b must hold one value per seed each, got {a.size} and {b.size}")
     return mean_interval(a - b, level)
 
 
-def sign_test(differences) -> float:
+@contract
+def sign_test(differences: Values) -> float:
     r"""Two-sided exact sign test: the probability of a split at least this uneven if each sign were a fair coin.
 
     Zeros are dropped. :math:`p = \min(1, 2 \sum_{i \le \min(k, m - k)} \binom{m}{i} 2^{-m})` for
     ``k`` positive among ``m`` non-zero differences.
     """
-    d = _values(differences)
-    d = d[d != 0]
+    d = differences[differences != 0]
     m = d.size
     if m == 0:
         return 1.0
@@ -104,10 +130,9 @@ def sign_test(differences) -> float:
     return min(1.0, 2 * tail)
 
 
-def binomial_se(p: float, n: int) -> float:
+@contract
+def binomial_se(p: Share, n: Count) -> float:
     r"""Standard error :math:`\sqrt{p(1-p)/n}` of a share ``p`` of ``n`` independent examples."""
-    if n < 1:
-        raise ValueError(f"n must be an integer >= 1, got {n!r}")
     return math.sqrt(max(p * (1 - p), 0.0) / n)
 
 
@@ -129,10 +154,9 @@ def clearly_above(p1: float, n1: int, p2: float, n2: int, k: float = 2.0) -> boo
     return p1 - p2 > k * difference_se(q1, n1, q2, n2)
 
 
-def wilson_interval(k: int, n: int, level: float = 0.95) -> Interval:
+@contract(_successes_of_trials)
+def wilson_interval(k: NonNegative, n: Count, level: Level = 0.95) -> Interval:
     r"""Wilson's score interval for ``k`` successes in ``n`` trials (Wilson 1927)."""
-    if n < 1 or not 0 <= k <= n:
-        raise ValueError(f"k and n must satisfy 0 <= k <= n, n >= 1, got k={k!r}, n={n!r}")
     z = float(mpmath.sqrt(2) * mpmath.erfinv(level))
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
@@ -140,8 +164,9 @@ def wilson_interval(k: int, n: int, level: float = 0.95) -> Interval:
     return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n, level)
 
 
-def cluster_bootstrap(nll_by_cluster, tokens_by_cluster, n_resamples: int = 1000, seed: int = 0,
-                      level: float = 0.95) -> list[float]:
+@contract(_counts_per_cluster)
+def cluster_bootstrap(nll_by_cluster: Values, tokens_by_cluster: Values, n_resamples: Count = 1000,
+                      seed: Annotated[int, Integer(0)] = 0, level: Level = 0.95) -> list[float]:
     r"""Percentile interval of a perplexity, resampling whole clusters (files) with replacement.
 
     ``nll_by_cluster[c]`` is the summed negative log-likelihood of the tokens of
@@ -150,18 +175,9 @@ def cluster_bootstrap(nll_by_cluster, tokens_by_cluster, n_resamples: int = 1000
     clusters the interval is coarse, and honest about it: it measures how much the
     perplexity depends on which files were held out.
     """
-    nll, count = _values(nll_by_cluster), _values(tokens_by_cluster)
-    if nll.shape != count.shape or np.any(count < 0) or count.sum() <= 0:
-        raise ValueError("nll_by_cluster and tokens_by_cluster must be equal-length arrays with positive token counts")
+    nll, count = nll_by_cluster, tokens_by_cluster
     rng = np.random.default_rng(seed)
     index = rng.integers(0, nll.size, size=(n_resamples, nll.size))
     ppl = np.exp(nll[index].sum(axis=1) / np.maximum(count[index].sum(axis=1), 1))
     low, high = np.quantile(ppl, [(1 - level) / 2, (1 + level) / 2])
     return [float(low), float(high)]
-
-
-def _values(values) -> np.ndarray:
-    a = np.asarray(values, dtype=np.float64).ravel()
-    if a.size == 0 or not np.all(np.isfinite(a)):
-        raise ValueError(f"values must be a non-empty list of finite numbers, got {values!r}")
-    return a
