@@ -25,7 +25,7 @@ MODULES = ["attention", "absolute", "relative", "rope", "alibi", "nope", "scalin
            "interpolation", "sampling", "configs", "precision", "mrope", "layers", "sinks", "remap", "symbolic"]
 #: The lab's modules (``companion/lab``), reported as a block of their own.
 LAB_MODULES = ["config", "schemes", "runner", "experiments", "evals", "data", "train", "models", "stats", "claims",
-               "results", "fingerprint"]
+               "results", "fingerprint", "usage"]
 CHECK_PREFIXES = ("_checks.", "_contracts.")
 
 

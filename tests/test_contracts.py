@@ -241,7 +241,7 @@ def test_no_public_function_checks_its_arguments_in_its_body():
 
 
 LAB_MODULES = ["config", "schemes", "runner", "experiments", "evals", "data", "train", "models", "stats", "claims",
-               "results", "fingerprint"]
+               "results", "fingerprint", "usage"]
 #: Public functions of the lab that raise about the files they read or the state they find, which no
 #: declaration made before the call can know: the folders of a run, the files present on this machine,
 #: the definitions a module holds, the settings a section has (named by their path in the configuration).

@@ -37,12 +37,24 @@ def test_usage_shares_sum_to_one_and_follow_the_records():
 
 def test_usage_rejects_unknown_arms_and_bad_records():
     record = _record(np.ones((1, 1, 4)), np.ones((1, 1, 4)))
-    with pytest.raises(ValueError, match="arm must be one of"):
+    with pytest.raises(ValueError, match=r"^arm must be one of 'nope', 'rope' \(the arms whose pair norms record holds\); "
+                                         r"got 'alibi'$"):
         usage.usage_by_head(record, "alibi")
-    with pytest.raises(ValueError, match="record must be"):
+    with pytest.raises(ValueError, match=r"^record must be a lab record with 'pair_norms' .*got keys \['train'\]$"):
         usage.usage_by_head({"train": {}}, "rope")
-    with pytest.raises(ValueError, match="records must be"):
+    with pytest.raises(ValueError, match="^record must be a lab record .*got list$"):
+        usage.usage_by_head([record], "rope")
+    with pytest.raises(ValueError, match=r"^record\['pair_norms'\]\['rope'\] must hold 'query' and 'key' norms of one shape"):
+        usage.usage_by_head(_record(np.ones((1, 1, 4)), np.ones((2, 1, 4))), "rope")
+    with pytest.raises(ValueError, match=r"^records must be a non-empty dict \{seed: record\}"):
         usage.usage_shares({}, "rope")
+    with pytest.raises(ValueError, match=r"^arm must be one of 'nope', 'p_rope' \(the arms whose pair norms records\[1\] holds\); "
+                                         r"got 'rope'$"):
+        usage.usage_shares({0: record, 1: _record(np.ones((1, 1, 4)), np.ones((1, 1, 4)), arm="p_rope")}, "rope")
+    with pytest.raises(ValueError, match="^records must hold pair norms of one shape"):
+        usage.usage_shares({0: record, 1: _record(np.ones((2, 1, 4)), np.ones((2, 1, 4)))}, "rope")
+    with pytest.raises(ValueError, match="^by_head must be True or False"):
+        usage.usage_shares({0: record}, "rope", by_head="yes")
 
 
 @pytest.mark.parametrize("offset", [0, 1, 5])
@@ -70,12 +82,22 @@ def test_fast_pairs_aim_sharply_and_a_slow_pair_cannot():
 
 
 def test_attention_on_offset_rejects_an_offset_outside_the_context():
-    with pytest.raises(ValueError, match="offset must be in 0..63"):
-        usage.attention_on_offset(rope.inv_freq(16), [0], 64, 64, 1.0)
-    with pytest.raises(ValueError, match="pairs must be distinct"):
-        usage.aimed_scores(rope.inv_freq(16), [8], 1, np.arange(4))
-    with pytest.raises(ValueError, match="distances must be whole"):
-        usage.aimed_scores(rope.inv_freq(16), [0], 1, np.linspace(0, 1, 4))
+    theta = rope.inv_freq(16)
+    with pytest.raises(ValueError, match=r"^offset must be in 0..63 \(inside the context\), got 64$"):
+        usage.attention_on_offset(theta, [0], 64, 64, 1.0)
+    with pytest.raises(ValueError, match=r"^offset must be an integer in 0..4294967296 \(places back from the query\)"):
+        usage.aimed_scores(theta, [0], -1, np.arange(4))
+    for pairs in ([8], [0, 0], [], [[0, 1]]):
+        with pytest.raises(ValueError, match=r"^pairs must be distinct pair indices in 0..7 \(one per frequency"):
+            usage.aimed_scores(theta, pairs, 1, np.arange(4))
+    with pytest.raises(ValueError, match="^pairs must be non-negative integers"):
+        usage.aimed_scores(theta, [-1], 1, np.arange(4))
+    with pytest.raises(ValueError, match=r"^distances must contain whole numbers \(places the key lies behind the query\)"):
+        usage.aimed_scores(theta, [0], 1, np.linspace(0, 1, 4))
+    with pytest.raises(ValueError, match="^amplitude must be a finite real number > 0"):
+        usage.attention_on_offset(theta, [0], 1, 64, 0.0)
+    with pytest.raises(ValueError, match=r"^distances.size \* len\(inv_freq\) must stay within 2\*\*28"):
+        usage.aimed_scores(rope.inv_freq(2**12), [0], 1, np.arange(2**18))   # 2**29 angles
 
 
 def test_random_scores_do_not_decay_but_tied_ones_do():
@@ -95,10 +117,16 @@ def test_random_scores_do_not_decay_but_tied_ones_do():
 def test_random_scores_are_reproducible_and_checked():
     a = usage.random_scores(8, np.arange(3), 10, seed=5)
     assert np.array_equal(a, usage.random_scores(8, np.arange(3), 10, seed=5))
-    with pytest.raises(ValueError, match="d must be even"):
+    with pytest.raises(ValueError, match=r"^d must be an even integer in 2..4294967296 \(components come in pairs\), got 7$"):
         usage.random_scores(7, np.arange(3), 10, seed=0)
-    with pytest.raises(ValueError, match="samples"):
+    with pytest.raises(ValueError, match="^samples must be an integer >= 1, got 0$"):
         usage.random_scores(8, np.arange(3), 0, seed=0)
+    with pytest.raises(ValueError, match=r"^seed must be an integer >= 0 \(a seed of numpy.random.default_rng\), got -1$"):
+        usage.random_scores(8, np.arange(3), 10, seed=-1)
+    with pytest.raises(ValueError, match=r"^distances must be a 1-D array of whole numbers, got shape \(2, 2\)$"):
+        usage.random_scores(8, [[0, 1], [2, 3]], 10, seed=0)
+    with pytest.raises(ValueError, match=r"^samples \* len\(distances\) \* d must stay within 2\*\*28"):
+        usage.random_scores(128, np.arange(1000), 10**4, seed=0)
 
 
 def test_drift_bound_bounds_every_contribution():
@@ -117,7 +145,12 @@ def test_stable_length_is_infinite_for_unrotated_pairs():
     lengths = usage.stable_length(theta, 0.1)
     assert np.all(np.isinf(lengths[2:])) and lengths[1] == np.floor(0.1 / theta[1])
     assert np.all(usage.drift_bound(theta, 10**6)[2:] == 0)
-    with pytest.raises(ValueError, match="tolerance"):
+    with pytest.raises(ValueError, match="^tolerance must be a finite real number > 0, got 0.0$"):
         usage.stable_length(theta, 0.0)
-    with pytest.raises(ValueError, match="length"):
+    with pytest.raises(ValueError, match=r"^length must be an integer in 1..4294967296, got 0$"):
         usage.drift_bound(theta, 0)
+    for function, value in ((usage.stable_length, 0.1), (usage.drift_bound, 10)):
+        with pytest.raises(ValueError, match=r"^inv_freq must contain only numbers >= 0 \(frequencies, 0 for a pair"):
+            function(-theta, value)
+        with pytest.raises(ValueError, match=r"^inv_freq must be a 1-D array, got shape \(2, 8\)$"):
+            function(np.stack([theta, theta]), value)
