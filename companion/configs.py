@@ -806,7 +806,8 @@ def _trained_range(config, context, trained_length, layer_type) -> None:
 @contract(_trained_range)
 def config_extension(config: Config, context: Count, trained_length: Count | None = None,
                      layer_type: LayerType | None = None) -> Extension:
-    r"""Figure 4's quantities for a real configuration at its advertised ``context``.
+    r"""The quantities of chapter 6's context-extension figure
+    (:mod:`companion.figures.scaling`) for a real configuration at its advertised ``context``.
 
     The reference frequencies are the unscaled ones of the same base and rotated
     size (for ``proportional``, its non-zero pairs). The trained range is
@@ -1157,7 +1158,8 @@ class PublishedConfig:
     ``config`` holds the keys of the model's ``config.json`` that position
     encoding depends on, spelled as published (version 4 or 5); ``context`` is the
     advertised context length and ``trained_length`` the length the position
-    scheme was trained on (the reference of figure 4's ratios); ``layer_type`` picks
+    scheme was trained on (the reference of the ratios in chapter 6's context-extension
+    figure); ``layer_type`` picks
     one entry of a nested dictionary; ``sources`` lists addresses, as text.
     """
 

@@ -40,8 +40,8 @@ import numpy as np
 
 from . import nope as _nope
 from . import scaling as _scaling
-from ._contracts import (Count, EvenSize, Factor, Flag, InstanceOf, Integer, NonNegativeReal, Positive, Size, Vectors,
-                         contract, entries)
+from ._contracts import (Array, Count, EvenSize, Factor, Flag, InstanceOf, Integer, NonNegativeReal, Positive, Size,
+                         Vectors, contract, entries)
 from .attention import causal_mask as _causal_mask
 
 __all__ = [
@@ -98,6 +98,8 @@ def _rms_above_zero(x, eps) -> None:
         raise ValueError("eps must be > 0 when a vector of x is all zeros (its RMS is 0), got eps = 0.0")
 
 
+#: Vectors ``(..., d)`` with at least one component.
+NonEmptyVectors = Annotated[np.ndarray, Array(ndim_at_least=1, nonempty=True)]
 #: One layer's plan.
 Plan = Annotated[LayerPlan, InstanceOf(LayerPlan, "a LayerPlan")]
 #: A stack's plans, one per layer.
@@ -263,13 +265,17 @@ def layer_frequencies(plan: Plan, d: EvenSize) -> np.ndarray | None:
 
 
 @contract(_rms_above_zero)
-def qk_rms_norm(x: Vectors, eps: NonNegativeReal = 1e-5) -> np.ndarray:
+def qk_rms_norm(x: NonEmptyVectors, eps: NonNegativeReal = 1e-5) -> np.ndarray:
     r"""QK-norm as Llama 4 applies it: ``x / sqrt(mean(x^2) + eps)`` over each head's ``d`` components.
 
     No learned weight (Transformers' ``Llama4TextL2Norm``; Meta's ``l2_norm``). A rotation
     keeps the norm of every pair, so normalising before or after RoPE gives the same
     vector. ``x``: ``(..., d)``.
     """
-    # x / sqrt(mean_j x_j^2 + eps)
-    return x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
+    # s = max_j |x_j|, so that no square overflows (x ~ 1e300) or vanishes (x ~ 1e-300)
+    s = np.max(np.abs(x), axis=-1, keepdims=True)
+    s = np.where(s > 0, s, 1.0)
+    # x / sqrt(mean_j x_j^2 + eps) = (x/s) / sqrt(mean_j (x_j/s)^2 + eps/s^2)
+    with np.errstate(over="ignore", divide="ignore"):  # eps/s^2 = inf for tiny s: the result is 0
+        return (x / s) / np.sqrt(np.mean((x / s) ** 2, axis=-1, keepdims=True) + eps / s**2)
 

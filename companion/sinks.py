@@ -149,8 +149,8 @@ def counted_mass(n: Size, sink_logit: SinkLogit) -> np.ndarray:
     it (:func:`read_count`). Shape ``(n,)``.
     """
     count = np.arange(1, n + 1, dtype=np.float64)
-    # (i + 1) / (i + 1 + e^z)
-    return count / (count + np.exp(sink_logit))
+    # (i + 1) / (i + 1 + e^z) = 1 / (1 + e^(z - ln(i + 1))), written so that e^z never overflows
+    return np.exp(-np.logaddexp(0.0, sink_logit - np.log(count)))
 
 
 @contract(result=Finite("sink_logit", "e^z overflows float64: use a smaller sink logit"))

@@ -7,7 +7,9 @@ callable is called with each bad-input class and each valid spelling of its
 arguments; anything but a ``ValueError``/``TypeError`` naming the parameter, or the
 valid call's result, fails. A public callable without a contract or an example fails
 too, so a new function cannot escape. Hypothesis adds random values at the edges of
-the supported ranges.
+the supported ranges. A numerical warning (an overflow, a division by zero) is an error
+here: a value at the edge of its range must give the right number, not a warning and
+an inf or a 0 that happens to be right.
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import bad_inputs  # noqa: E402  (a sibling module, not a package)
 
 from companion import _contracts, absolute, interpolation, nope, relative, rope  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
 
 def test_every_public_callable_has_a_contract():

@@ -760,3 +760,23 @@ def test_results_must_have_the_autograders_questions_and_points(chapters, tmp_pa
     monkeypatch.setattr(assignments.grading, "run_and_judge", lambda *args: answer)
     with pytest.raises(assignments.GradingError, match="not the autograder's"):
         assignments.grading.grade(loaded, notebook)
+
+
+def test_an_environment_under_tmp_is_mounted_over_the_scratch_folder(tmp_path, monkeypatch):
+    """The sandbox's /tmp is a fresh scratch folder; a checkout or virtual environment that
+    lives under /tmp (a clone in /tmp) must be mounted after it, on top, not hidden by it."""
+    import shutil
+
+    from grading import sandbox
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    venv = Path("/tmp/some-clone/.venv")
+    monkeypatch.setattr(sandbox.sys, "prefix", str(venv))
+    passwd = tmp_path / "passwd"
+    command = sandbox.bwrap_command(tmp_path / "job.json", passwd, sandbox.Limits())
+    scratch = command.index("--tmpfs")
+    assert command[scratch + 1] == "/tmp"
+    binds = [i for i, arg in enumerate(command) if arg == "--ro-bind" and command[i + 2].startswith("/tmp/")
+             and not command[i + 2].startswith(("/tmp/matplotlib", "/tmp/work", "/tmp/home"))]
+    assert str(venv) in [command[i + 2] for i in binds]
+    assert all(i > scratch for i in binds), "a mount under /tmp comes before the scratch folder hides it"

@@ -63,6 +63,19 @@ def test_qk_norm_commutes_with_the_rotation():
     np.testing.assert_allclose(np.mean(layers.qk_rms_norm(x, eps=0.0) ** 2, axis=-1), 1.0)
 
 
+def test_qk_norm_holds_at_every_scale():
+    """Scaled by 1e300 a vector is normalised to the same unit-RMS vector (no square
+    overflows to inf and no result collapses to 0); a vector far below sqrt(eps) is
+    normalised to almost 0, as x / sqrt(mean(x^2) + eps) says."""
+    x = np.random.default_rng(5).normal(size=(4, 16))
+    unit = layers.qk_rms_norm(x, eps=0.0)
+    for scale in (1e-150, 1e150, 1e300):
+        np.testing.assert_allclose(layers.qk_rms_norm(x * scale, eps=0.0), unit, rtol=1e-12)
+    np.testing.assert_allclose(layers.qk_rms_norm(x * 1e300), unit, rtol=1e-12)
+    tiny = layers.qk_rms_norm(x * 1e-300)
+    assert np.all(np.isfinite(tiny)) and np.max(np.abs(tiny)) < 1e-290
+
+
 def test_llama4_pattern_is_chapter_fives():
     assert [("rope" if p.rope else "nope") for p in layers.llama4(12)] == nope.irope_layer_pattern(12)
 

@@ -418,6 +418,27 @@ def test_bibliography_labels_are_author_year(built_site):
     assert "Vaswani et al., 2017" in labels
 
 
+def test_pybtex_finds_every_installed_plugin_in_its_registry():
+    """book/_ext/bibliography_labels.py registers the installed pybtex plugins at run
+    time: each group and name is there with the very class its entry point loads, so
+    the bibliography is formatted as before, and a name is found without reading the
+    environment's entry points (which pybtex would do on every look-up)."""
+    from importlib.metadata import entry_points
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import bibliography_labels  # noqa: F401  (registers on import)
+    from pybtex.plugin import _DEFAULT_PLUGINS, _RUNTIME_PLUGINS, find_plugin
+
+    installed = [(kind, point) for group in _DEFAULT_PLUGINS
+                 for kind in (group, f"{group}.aliases", f"{group}.suffixes")
+                 for point in entry_points(group=kind)]
+    assert len(installed) > 20
+    for kind, point in installed:
+        assert _RUNTIME_PLUGINS[kind][point.name] is point.load(), f"{kind}: {point.name}"
+    assert find_plugin("pybtex.backends", "plaintext") is find_plugin("pybtex.backends", "text")
+    assert find_plugin("pybtex.style.formatting", "plain_author_year") is bibliography_labels.PlainAuthorYear
+
+
 def test_every_module_has_an_api_page(built_site):
     """Every public module of companion has a page, in the overview, without torch's inherited text."""
     sys.path.insert(0, str(ROOT / "book" / "_ext"))

@@ -123,7 +123,7 @@ def _python_mounts() -> list[str]:
 def _parents(mounts: list[str]) -> list[str]:
     """Folders leading to the mount points, readable by all (bubblewrap makes them 0700)."""
     targets = [mounts[i + 2] for i, arg in enumerate(mounts) if arg in ("--ro-bind", "--symlink")]
-    parents = sorted({str(p) for t in targets for p in Path(t).parents if str(p) != "/"})
+    parents = sorted({str(p) for t in targets for p in Path(t).parents if str(p) not in ("/", "/tmp")})
     return [arg for parent in parents for arg in ("--perms", "0755", "--dir", parent)]
 
 
@@ -156,11 +156,13 @@ def bwrap_command(job: Path, passwd: Path, limits: Limits) -> list[str]:
     command = [bwrap, *isolation, "--as-pid-1", "--die-with-parent", "--new-session", "--clearenv"]
     for name, value in environment().items():
         command += ["--setenv", name, value]
+    # the scratch /tmp first, so that an environment or checkout under /tmp (a clone in
+    # /tmp, say) is mounted on top of it rather than hidden by it
+    command += ["--proc", "/proc", "--dev", "/dev",
+                "--size", str(limits.scratch_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
     mounts = _system_mounts() + _python_mounts()
     command += _parents(mounts) + mounts
-    command += ["--proc", "/proc", "--dev", "/dev",
-                "--size", str(limits.scratch_bytes), "--perms", "1777", "--tmpfs", "/tmp",
-                "--perms", "0777", "--dir", WORKDIR, "--perms", "0777", "--dir", HOME,
+    command += ["--perms", "0777", "--dir", WORKDIR, "--perms", "0777", "--dir", HOME,
                 "--perms", "0777", "--dir", "/tmp/matplotlib", *_matplotlib_cache(),
                 "--ro-bind", str(job), JOB, "--ro-bind", str(passwd), "/etc/passwd",
                 "--ro-bind", str(passwd.with_name("group")), "/etc/group",
