@@ -503,3 +503,20 @@ def test_a_resumed_run_keeps_jobs_of_its_fingerprint_and_sets_the_others_aside(t
 def test_the_job_fingerprint_follows_the_configuration():
     reduced = config.get_config("reduced")
     assert runner.job_fingerprint(reduced.with_changes(train={"steps": 61})) != runner.job_fingerprint(reduced)
+
+
+def test_the_readme_states_the_stored_runs_cost():
+    """The README's figures for the stored run (jobs, CPU-minutes in all and by kind, wall
+    minutes, peak memory) are those its summary.json records."""
+    import re
+
+    summary = results.load_results().summary
+    text = " ".join((ROOT / "README.md").read_text().split())
+    by_kind = summary["cpu_seconds_by_kind"]
+    stated = (f"The stored run is {summary['n_jobs']} jobs: {summary['cpu_seconds'] / 60:.1f} CPU-minutes in all "
+              f"({by_kind['arm'] / 60:.1f} for the 100 trained arms, {by_kind['sweep'] / 60:.1f} for the sweep), "
+              f"{summary['wall_seconds'] / 60:.1f} minutes of wall time on two workers")
+    assert stated in text
+    load = summary["sessions"][0]["load_average_before"][0]
+    assert re.search(rf"load average was {load:.1f} when it started\), and at most "
+                     rf"{summary['peak_memory_mib_per_process']:.0f} MiB per process", text)
