@@ -121,7 +121,7 @@ def usage_by_head(record: Record, arm: Label) -> np.ndarray:
     arm pair 0 is the fastest). Returns ``(layers, heads, pairs)``, the product of
     the mean query and key chunk norms that :func:`companion.lab.evals.pair_norms`
     stored. Its mean over layers and heads is
-    :func:`companion.lab.claims.pair_usage`.
+    ``companion.lab.claims.pair_usage``.
     """
     norms = record["pair_norms"][arm]
     # ||q^(i)|| ||k^(i)|| per layer, head and pair
