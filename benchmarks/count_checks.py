@@ -10,7 +10,7 @@ is a function body too, and counts. The contract declarations themselves (decora
 lines and annotations) are not function bodies. The target of the package's style is
 at most 15 % in all.
 
-    .venv/bin/python benchmarks/count_checks.py              # the package
+    .venv/bin/python benchmarks/count_checks.py              # the package (math modules, then the lab)
     .venv/bin/python benchmarks/count_checks.py path/to/companion
 """
 from __future__ import annotations
@@ -23,6 +23,9 @@ from pathlib import Path
 
 MODULES = ["attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "trained_range",
            "interpolation", "sampling", "configs", "precision", "mrope", "layers", "sinks", "remap", "symbolic"]
+#: The lab's modules (``companion/lab``), reported as a block of their own.
+LAB_MODULES = ["config", "schemes", "runner", "experiments", "evals", "data", "train", "models", "stats", "claims",
+               "results", "fingerprint", "usage"]
 CHECK_PREFIXES = ("_checks.", "_contracts.")
 
 
@@ -166,12 +169,10 @@ def count(path: Path, validators) -> dict:
             "body": len(body - docs), "checking": len(checking - docs)}
 
 
-def main(folder: Path) -> None:
-    paths = [folder / f"{m}.py" for m in MODULES if (folder / f"{m}.py").exists()]
-    trees = [ast.parse(p.read_text()) for p in folder.glob("*.py")]
-    validators = find_validators(trees)
+def report(title: str, paths: list[Path], validators) -> None:
+    """One block of the table: a line per module and their sum."""
     total = {"lines": 0, "docstrings": 0, "body": 0, "checking": 0}
-    print(f"{'module':14} {'lines':>6} {'docstr':>7} {'body':>6} {'checking':>9} {'share':>6}")
+    print(f"{title:14} {'lines':>6} {'docstr':>7} {'body':>6} {'checking':>9} {'share':>6}")
     for p in paths:
         c = count(p, validators)
         for k in total:
@@ -180,6 +181,17 @@ def main(folder: Path) -> None:
               f"{c['checking'] / c['body']:6.0%}")
     print(f"{'sum':14} {total['lines']:6} {total['docstrings']:7} {total['body']:6} {total['checking']:9} "
           f"{total['checking'] / total['body']:6.0%}")
+
+
+def main(folder: Path) -> None:
+    trees = [ast.parse(p.read_text()) for p in [*folder.glob("*.py"), *folder.glob("lab/*.py")]]
+    validators = find_validators(trees)
+    report("module", [folder / f"{m}.py" for m in MODULES if (folder / f"{m}.py").exists()], validators)
+    lab = [folder / "lab" / f"{m}.py" for m in LAB_MODULES if (folder / "lab" / f"{m}.py").exists()]
+    if lab:
+        print()
+        report("lab", lab, validators)
+    print()
     for extra in ("_checks", "_contracts"):
         p = folder / f"{extra}.py"
         if p.exists():

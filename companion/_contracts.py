@@ -258,17 +258,21 @@ class WholeNumbers(Kind):
 
 class PositiveCounts(Kind):
     """A non-empty sequence of integers >= 1 (all different if ``distinct``; ``length`` of them when given,
-    ``what`` naming them), returned as a list of ints."""
+    ``what`` naming them), returned as a list of ints. With ``single``, one integer is a list of one; with
+    ``empty``, the sequence may be empty."""
 
-    def __init__(self, distinct: bool = False, length: int | None = None, what: str = ""):
-        self.distinct, self.length, self.what = distinct, length, what
+    def __init__(self, distinct: bool = False, length: int | None = None, what: str = "", single: bool = False,
+                 empty: bool = False):
+        self.distinct, self.length, self.what, self.single, self.empty = distinct, length, what, single, empty
 
     def __call__(self, name, value):
+        if self.single and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            value = [value]
         try:
             items = list(value)
         except TypeError as err:
             raise ValueError(f"{name} must be a non-empty list of integers >= 1, got {value!r}") from err
-        if not items:
+        if not items and not self.empty:
             raise ValueError(f"{name} must be a non-empty list of integers >= 1, got an empty one")
         for item in items:
             if isinstance(item, bool) or not isinstance(item, numbers.Integral) or item < 1:
@@ -434,14 +438,143 @@ class SymbolicNumbers(Kind):
 
 
 class InstanceOf(Kind):
-    """An instance of ``types`` (``TypeError`` otherwise, like Python's own): a record the package builds."""
+    """An instance of ``types`` (``TypeError`` otherwise, like Python's own, or the ``error`` given): a record
+    the package builds."""
 
-    def __init__(self, types, what: str):
-        self.types, self.what = types, what
+    def __init__(self, types, what: str, error: type = TypeError):
+        self.types, self.what, self.error = types, what, error
 
     def __call__(self, name, value):
         if not isinstance(value, self.types):
-            raise TypeError(f"{name} must be {self.what}, got {type(value).__name__}")
+            raise self.error(f"{name} must be {self.what}, got {type(value).__name__}")
+        return value
+
+
+class Either(Kind):
+    """A value of one of ``kinds`` (the first that takes it, converted by it); ``what`` says what is accepted."""
+
+    def __init__(self, *kinds: Kind, what: str):
+        self.kinds, self.what = kinds, what
+
+    def __call__(self, name, value):
+        for kind in self.kinds:
+            try:
+                return kind(name, value)
+            except (TypeError, ValueError):
+                continue
+        raise ValueError(f"{name} must be {self.what}, got {value!r}")
+
+
+class Function(Kind):
+    """A callable (a function, a class, an object with ``__call__``), unchanged; ``what`` says how it is called
+    and what it returns: ``batches must be a function batches(step, generator) -> (x, y), got int``."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __call__(self, name, value):
+        if not callable(value):
+            raise ValueError(f"{name} must be {self.what}, got {type(value).__name__}")
+        return value
+
+
+class Functions(Kind):
+    """One or more callables (the ``*sources`` of a function), returned as a tuple; ``what`` says how each is
+    called."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __call__(self, name, value):
+        if not value or not all(callable(v) for v in value):
+            raise ValueError(f"{name} must be one or more {self.what}, got {list(value)!r}")
+        return tuple(value)
+
+
+class TorchModule(Kind):
+    """A ``torch.nn.Module`` (a model), unchanged; with ``needs``, one that has that method (``what`` says which
+    and whose): ``model must have attention_weights(tokens), as ... has, got Linear``."""
+
+    def __init__(self, needs: str = "", what: str = ""):
+        self.needs, self.what = needs, what
+
+    def __call__(self, name, value):
+        torch = sys.modules.get("torch")
+        if self.needs:
+            if not callable(getattr(value, self.needs, None)):
+                raise ValueError(f"{name} must have {self.what}, got {type(value).__name__}")
+        elif torch is None or not isinstance(value, torch.nn.Module):
+            raise ValueError(f"{name} must be a torch.nn.Module, got {type(value).__name__}")
+        return value
+
+
+class TokenTensor(Kind):
+    """An integer ``torch.Tensor`` of tokens (not copied): ``ndim`` dimensions, read as ``shape`` in messages
+    (``"(N, n)"``), each at least ``min_size`` long, the last at least ``min_last`` (``why`` says why)."""
+
+    def __init__(self, ndim: int, shape: str, min_size: int = 0, min_last: int = 0, why: str = ""):
+        self.ndim, self.shape, self.min_size, self.min_last, self.why = ndim, shape, min_size, min_last, why
+
+    def __call__(self, name, value):
+        torch = sys.modules.get("torch")
+        if torch is None or not isinstance(value, torch.Tensor) or value.is_floating_point() or \
+                value.is_complex() or value.dtype == torch.bool:
+            got = f"dtype {value.dtype}" if _is_tensor(value) else type(value).__name__
+            raise ValueError(f"{name} must be an integer torch.Tensor of tokens, shape {self.shape}, got {got}")
+        if value.ndim != self.ndim or any(size < self.min_size for size in value.shape) or \
+                (self.ndim and value.shape[-1] < self.min_last):
+            least = f" with every size >= {self.min_size}" if self.min_size else ""
+            least += f" and the last >= {self.min_last}" if self.min_last else ""
+            raise ValueError(f"{name} must have shape {self.shape}{least}{f' ({self.why})' if self.why else ''}, "
+                             f"got {tuple(value.shape)}")
+        return value
+
+
+class Sample(Kind):
+    """A non-empty sequence of finite numbers (one per seed, one per cluster; booleans count as 0 and 1),
+    flattened to a 1-D float64 array; with ``finite=False``, ``nan`` and infinities pass but a missing value
+    (``None``) does not."""
+
+    def __init__(self, finite: bool = True):
+        self.finite = finite
+
+    def __call__(self, name, value):
+        what = "finite numbers" if self.finite else "numbers (one per seed)"
+        try:
+            a = np.asarray(value, dtype=np.float64).ravel()
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be a non-empty list of {what}, got {value!r}") from err
+        if a.size == 0 or (self.finite and not np.all(np.isfinite(a))) or \
+                (not self.finite and any(v is None for v in np.ravel(np.asarray(value, dtype=object)))):
+            raise ValueError(f"{name} must be a non-empty list of {what}, got {value!r}")
+        return a
+
+
+class Edges(Kind):
+    """A 1-D int64 array of strictly increasing integers starting at 0, at least ``least`` of them (file
+    offsets, block edges); ``what`` names them."""
+
+    def __init__(self, what: str, least: int = 1):
+        self.what, self.least = what, least
+
+    def __call__(self, name, value):
+        try:
+            edges = np.asarray(value, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError) as err:
+            raise ValueError(f"{name} must be increasing {self.what} starting at 0, got {value!r}") from err
+        if edges.ndim != 1 or edges.size < self.least or edges[0] != 0 or np.any(np.diff(edges) <= 0):
+            raise ValueError(f"{name} must be increasing {self.what} starting at 0, got {list(np.atleast_1d(value))}")
+        return edges
+
+
+class Seeds(Kind):
+    """A list or tuple of distinct integers >= 0 (random seeds), unchanged: a tuple stays a tuple."""
+
+    def __call__(self, name, value):
+        items = list(value) if isinstance(value, (list, tuple)) else None
+        if items is None or any(isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0 for s in items) or \
+                len(set(items)) != len(items):
+            raise ValueError(f"{name} must be a list of distinct integers >= 0 (seeds), got {value!r}")
         return value
 
 
@@ -519,6 +652,16 @@ PositiveFrequencies = Annotated[np.ndarray, FrequencyVector(positive=True)]
 Contents = Annotated[np.ndarray, ComplexArray()]
 #: A boolean mask, ``True`` = may attend.
 Mask = Annotated[np.ndarray, BooleanMask()]
+#: A ``torch.nn.Module`` (a model).
+Model = Annotated[object, TorchModule()]
+#: A string (a label, a name).
+Label = Annotated[str, Text()]
+#: A confidence level or probability strictly between 0 and 1.
+Level = Annotated[float, Real(gt=0.0, lt=1.0)]
+#: A list or tuple of distinct random seeds >= 0.
+SeedList = Annotated[tuple, Seeds()]
+#: Any value at all (a device, an option passed on as it is).
+AnyValue = Annotated[object, Anything()]
 
 
 # ---------------------------------------------------------------------------
@@ -773,6 +916,7 @@ class Contract(typing.NamedTuple):
     optional: frozenset
     rules: tuple
     result: object
+    varargs: tuple = ()
 
 
 def contract(*rules, result: Finite | None = None):
@@ -780,7 +924,9 @@ def contract(*rules, result: Finite | None = None):
 
     Used bare (``@contract``) or with rules (``@contract(rule, ...)``). Every parameter
     but ``self`` and ``**options`` must be annotated with a :class:`Kind` (a
-    ``typing.Annotated`` alias); the body receives the converted values. A class is
+    ``typing.Annotated`` alias); the body receives the converted values. A
+    ``*sources`` parameter may be annotated too: its kind gets the tuple of the
+    extra positional arguments (``varargs``). A class is
     decorated by its ``__init__`` (a dataclass's generated one too). The declaration
     is kept as ``f.__contract__``; the unchecked function as ``f.__wrapped__``.
     """
@@ -809,6 +955,9 @@ def _checked(fn, rules, result, namespace):
     names = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     extra = next((p.name for p in params if p.kind is p.VAR_KEYWORD), None)
     kinds, optional, defaults = {}, set(), {}
+    leading = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    var = next((p for p in params if p.kind is p.VAR_POSITIONAL and p.annotation is not p.empty), None)
+    varargs = (var.name, _kind_of(fn, var, namespace)[0]) if var is not None else ()
     for p in params:
         if p.name in ("self", "cls") or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
             continue
@@ -827,6 +976,9 @@ def _checked(fn, rules, result, namespace):
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
+        rest = ()
+        if varargs:
+            args, rest = args[:len(leading)], varargs[1](varargs[0], tuple(args[len(leading):]))
         if len(args) > positional or (kwargs and not extra and not kwargs.keys() <= known):
             return fn(*args, **kwargs)  # Python's own TypeError
         values = dict(zip(names, args))
@@ -850,6 +1002,8 @@ def _checked(fn, rules, result, namespace):
                 return fn(*args, **kwargs)  # "missing a required argument"
         for check, needed in checks:
             check(*(values[n] for n in needed))
+        if varargs:
+            return fn(*(values.pop(n) for n in leading), *rest, **values, **options)
         if result is None:
             return fn(**values, **options)
         try:
@@ -859,7 +1013,7 @@ def _checked(fn, rules, result, namespace):
             result.fail()
         return result(out)
 
-    checked.__contract__ = Contract(kinds, frozenset(optional), tuple(r for r, _ in checks), result)
+    checked.__contract__ = Contract(kinds, frozenset(optional), tuple(r for r, _ in checks), result, varargs)
     return checked
 
 

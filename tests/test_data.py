@@ -24,20 +24,35 @@ def corpus():
 def test_corpus_is_the_listed_stdlib_files(corpus):
     root = data.stdlib_dir()
     assert set(corpus.files) | set(corpus.missing) == set(data.CORPUS_FILES)
-    train = b"".join((root / f).read_bytes() + b"\n" for f in corpus.files if f not in data.VALIDATION_FILES)
+    held_out = set(data.VALIDATION_FILES) | set(data.TUNING_FILES)
+    train = b"".join((root / f).read_bytes() + b"\n" for f in corpus.files if f not in held_out)
+    tuning = b"".join((root / f).read_bytes() + b"\n" for f in corpus.files if f in data.TUNING_FILES)
     valid = b"".join((root / f).read_bytes() + b"\n" for f in corpus.files if f in data.VALIDATION_FILES)
     assert bytes(corpus.train.numpy()) == train
+    assert bytes(corpus.tuning.numpy()) == tuning
     assert bytes(corpus.validation.numpy()) == valid
-    assert corpus.sha256 == hashlib.sha256(train + valid).hexdigest()
+    assert corpus.sha256 == hashlib.sha256(train + tuning + valid).hexdigest()
     assert corpus.train.dtype == torch.uint8 and corpus.train.numel() > 1_000_000
-    assert corpus.validation.numel() > 100_000
+    assert corpus.validation.numel() > 100_000 and corpus.tuning.numel() > 50_000
+    assert not set(data.TUNING_FILES) & set(data.VALIDATION_FILES)
+
+
+def test_validation_starts_are_where_each_file_begins(corpus):
+    root = data.stdlib_dir()
+    files = [f for f in corpus.files if f in data.VALIDATION_FILES]
+    assert len(corpus.validation_starts) == len(files)
+    for start, name in zip(corpus.validation_starts, files):
+        content = (root / name).read_bytes()
+        assert bytes(corpus.validation[start:start + len(content)].numpy()) == content
 
 
 def test_corpus_info_is_plain_data(corpus):
     info = corpus.info()
     assert info["sha256"] == corpus.sha256 and len(info["sha256"]) == 64
     assert info["validation_files"] == [f for f in data.CORPUS_FILES if f in data.VALIDATION_FILES and f in corpus.files]
-    assert info["train_bytes"] + info["validation_bytes"] == corpus.train.numel() + corpus.validation.numel()
+    assert info["tuning_files"] == [f for f in data.CORPUS_FILES if f in data.TUNING_FILES and f in corpus.files]
+    assert info["train_bytes"] + info["tuning_bytes"] + info["validation_bytes"] == (
+        corpus.train.numel() + corpus.tuning.numel() + corpus.validation.numel())
 
 
 def test_missing_files_are_skipped_and_listed(tmp_path):
@@ -128,6 +143,7 @@ def test_retrieval_answer_is_the_queried_needles_value(length, depth, seed, n_ne
 
 def test_generators_are_deterministic_under_a_seed():
     for make in (lambda s: data.retrieval(5, 60, seed=s), lambda s: data.multi_key_retrieval(5, 60, seed=s),
+                 lambda s: data.no_literal_match_retrieval(5, 60, seed=s),
                  lambda s: data.variable_tracking(5, 80, seed=s), lambda s: data.copying(5, 21, seed=s)):
         a, b, c = make(7), make(7), make(8)
         assert torch.equal(a.tokens, b.tokens) and torch.equal(a.answers, b.answers)
@@ -148,10 +164,58 @@ def test_per_example_depths():
     assert [t.index("@") for t in map(task.text, range(3))] == [0, 14, 28]
 
 
-def test_multi_key_retrieval_has_distinct_keys():
-    task = data.multi_key_retrieval(20, 90, depth=0.5, seed=4, n_needles=6)
+def test_multi_key_retrieval_has_distinct_keys_in_fixed_slots():
+    task = data.multi_key_retrieval(200, 90, seed=4, n_needles=6)
     check_retrieval(task, 90, 6)
-    assert task.name == "multi_key_retrieval"
+    assert task.name == "multi_key_retrieval" and task.needle_length == 6
+    context = 90 - 6
+    edges = [j * context // 6 for j in range(7)]
+    for b in range(20):
+        text = task.text(b)
+        starts = [m.start() for m in NEEDLE.finditer(text[:-6])]
+        assert [np.searchsorted(edges, s, side="right") - 1 for s in starts] == list(range(6))   # one per slot
+        assert all(s + 6 <= e for s, e in zip(starts, edges[1:]))                                # inside it
+        slot = int(task.slot[b])
+        assert starts[slot] == int(task.needle_start[b]) and text[starts[slot] + 1:starts[slot] + 3] == text[-5:-3]
+    # the queried slot is uniform: every slot is asked about
+    assert set(task.slot.tolist()) == set(range(6))
+
+
+def test_copiers_score_one_in_k_on_multi_key_and_one_on_a_single_needle():
+    from companion.lab import evals
+    task = data.multi_key_retrieval(2000, 129, seed=5, n_needles=4)
+    slot = task.slot.numpy()
+    first, last = evals.copier_accuracy(task, "first"), evals.copier_accuracy(task, "last")
+    assert first[slot == 0].mean() == 1.0 and first[slot != 0].mean() < 0.03   # right only on slot 0
+    assert last[slot == 3].mean() == 1.0 and last[slot != 3].mean() < 0.03
+    for rule in evals.COPIERS:
+        assert abs(evals.copier_accuracy(task, rule).mean() - 0.25) < 0.04
+    single = data.retrieval(50, 100, seed=1)
+    assert all(evals.copier_accuracy(single, rule).all() for rule in evals.COPIERS)
+    chains = data.variable_tracking(400, 129, hops=2, n_chains=2, seed=2)
+    assert abs(evals.copier_accuracy(chains, "random").mean() - 0.5) < 0.08
+    with pytest.raises(ValueError, match="rule"):
+        evals.copier_accuracy(task, "nearest")
+
+
+def test_no_literal_match_shares_no_key_letter_with_its_needle():
+    task = data.no_literal_match_retrieval(50, 80, seed=3)
+    for b in range(50):
+        text = task.text(b)
+        (key, value), = NEEDLE.findall(text[:-6])
+        asked = text[-5:-3]
+        assert not set(key) & set(asked) and text[-6] == "?" and text[-2:] == value
+        assert text.count("@") == 1 and text[int(task.needle_start[b])] == "@"
+
+
+def test_needle_start_and_length_are_recorded():
+    task = data.retrieval(10, 70, seed=1)
+    assert task.needle_length == 6
+    for b in range(10):
+        assert task.text(b)[int(task.needle_start[b])] == "@"
+    chains = data.variable_tracking(5, 80, n_chains=2, seed=1)
+    for b in range(5):
+        assert chains.text(b)[int(chains.needle_start[b])] == "@"
 
 
 def test_variable_tracking_answer_follows_the_chain():
@@ -203,6 +267,8 @@ def test_task_batch_puts_the_loss_on_the_answers():
     (lambda: data.retrieval(2, 64, key_len=0), "key_len"),
     (lambda: data.retrieval(2, 400, n_needles=27, key_len=1), "n_needles"),
     (lambda: data.multi_key_retrieval(2, 64, n_needles=1), "n_needles"),
+    (lambda: data.multi_key_retrieval(2, 29, n_needles=4), "length"),
+    (lambda: data.no_literal_match_retrieval(2, 10), "length"),
     (lambda: data.variable_tracking(2, 20), "length"),
     (lambda: data.variable_tracking(2, 80, hops=0), "hops"),
     (lambda: data.copying(2, 2), "length"),

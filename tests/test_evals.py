@@ -87,8 +87,7 @@ def test_accuracy_grid_with_an_oracle_that_reads_the_needle():
                 logits[b, q + 4, ord(value[1])] = 1
         return logits
 
-    grid = evals.accuracy_grid(reader, [40, 80], [0.0, 0.5, 1.0], n_examples=6, n_needles=2,
-                               make_task=data.multi_key_retrieval)
+    grid = evals.accuracy_grid(reader, [40, 80], [0.0, 0.5, 1.0], n_examples=6, n_needles=2)
     assert len(grid) == 6 and {(r["length"], r["depth"]) for r in grid} == {(n, d) for n in (40, 80) for d in (0, .5, 1)}
     assert all(r["accuracy"] == 1.0 and r["n_examples"] == 6 for r in grid)
 
@@ -189,3 +188,79 @@ def test_attention_beyond_counts_the_weight_on_far_keys():
     assert share == pytest.approx([(query - 16 + 1) / (query + 1)], rel=1e-5)
     with pytest.raises(ValueError, match="attention_weights"):
         evals.attention_beyond(uniform, task, 16)
+
+
+# --- sums by file and block, and the file-clustered bootstrap ----------------------------
+
+
+def test_sums_by_file_and_block_add_up_to_the_perplexity():
+    """Each scored token counted once, in the file of the token it predicts and the block of its position."""
+    stream = periodic(1000)
+    starts = [0, 300, 700]
+
+    def half_right(tokens):           # right at even positions, uniform at odd ones
+        logits = oracle_next(tokens)
+        logits[:, 1::2] = 0.0
+        return logits
+
+    row = evals.perplexity_by_length(half_right, stream, [40], file_starts=starts, blocks=[0, 10, 20, 40])[0]
+    nll, count = torch.tensor(row["nll_by_file"], dtype=torch.float64), torch.tensor(row["tokens_by_file"])
+    assert count.sum() == row["n_tokens"] == 24 * 40 and count.shape == (3, 3)
+    assert math.exp(nll.sum() / count.sum()) == pytest.approx(row["perplexity"], rel=1e-12)
+    # files: targets at offsets 1..960, so 299, 400 and 261 tokens; blocks of 10, 10 and 20 positions
+    assert count.sum(1).tolist() == [299, 400, 261] and count.sum(0).tolist() == [240, 240, 480]
+    # half of each block's positions are uniform guesses (log V), the others certain
+    assert (nll.sum(0) / count.sum(0)).tolist() == pytest.approx([math.log(V) / 2] * 3, rel=1e-9)
+    with pytest.raises(ValueError, match="file_starts"):
+        evals.perplexity_by_length(half_right, stream, [40], file_starts=[5, 300])
+    with pytest.raises(ValueError, match="blocks"):
+        evals.perplexity_by_length(half_right, stream, [40], file_starts=starts, blocks=[0, 20, 10])
+
+
+def test_file_bootstrap_resamples_files_not_windows():
+    from companion.lab import stats
+    # two files with very different losses: resampling files moves the perplexity between them
+    nll, count = [100.0, 400.0], [100, 100]
+    low, high = stats.cluster_bootstrap(nll, count, 2000, seed=1)
+    assert low == pytest.approx(math.e, rel=1e-9) and high == pytest.approx(math.e ** 4, rel=1e-9)
+    # one file alike everywhere: no spread
+    assert stats.cluster_bootstrap([50.0], [25], 100) == pytest.approx([math.e ** 2] * 2)
+    row = evals.perplexity_by_length(uniform, periodic(), [32], n_bootstrap=50, file_starts=[0, 1000, 3000])[0]
+    assert row["interval"] == pytest.approx([V, V])
+    with pytest.raises(ValueError, match="tokens_by_cluster"):
+        stats.cluster_bootstrap([1.0], [0])
+
+
+# --- depth bins and chunk boundaries -------------------------------------------------------
+
+
+def test_depth_bin_grid_jitters_inside_bins_and_splits_at_chunk_boundaries():
+    rows = evals.depth_bin_grid(uniform, [64, 128], 4, 30, seed=2, chunks=(16,))
+    assert len(rows) == 8 and [r["bin"] for r in rows[:4]] == [[0.0, 0.25], [0.25, 0.5], [0.5, 0.75], [0.75, 1.0]]
+    assert all(r["correct"] == 0 and r["accuracy"] == 0.0 for r in rows)
+    for r in rows:
+        across, n_across, clear, n_clear = r["straddle"][16]
+        assert n_across + n_clear == 30 and across == clear == 0
+    # an oracle is right everywhere, straddling or not; about 5 of 16 starts straddle a boundary of 16
+    oracle_rows = []
+    for r_length in (64, 128):
+        for j in range(4):
+            rng = __import__("numpy").random.default_rng([2, r_length, j])
+            depth = (j + rng.random(30)) / 4
+            task = data.retrieval(30, r_length + 1, depth=depth, seed=2 * 100_003 + r_length * 101 + j)
+            starts = task.needle_start.numpy()
+            assert ((starts >= round(j / 4 * (r_length - 11))) & (starts <= round((j + 1) / 4 * (r_length - 11)))).all()
+            oracle_rows.append(task)
+    share = sum(r["straddle"][16][1] for r in rows) / (8 * 30)
+    assert 0.2 < share < 0.45
+    assert evals.straddles([10, 11, 12, 15, 16], 6, 16).tolist() == [False, True, True, True, False]
+    with pytest.raises(ValueError, match="n_bins"):
+        evals.depth_bin_grid(uniform, [64], 0, 10)
+
+
+def test_learned_table_past_its_rows_is_recorded_in_the_bin_grid():
+    torch.manual_seed(0)
+    model = TinyTransformer("learned", d_model=16, n_heads=2, n_layers=1, context_length=32)
+    rows = evals.depth_bin_grid(model, [32, 64], 2, 3, chunks=(8,))
+    assert [r["defined"] for r in rows] == [True, True, False, False]
+    assert rows[2]["accuracy"] is None and "max_positions" in rows[2]["error"]

@@ -1,17 +1,17 @@
-"""companion.lab: configurations, the fingerprint, the stored results, and the reduced run end to end.
+"""companion.lab: configuration, jobs, the fingerprint, the stored results, the claims, and the reduced run end to end.
 
-The end-to-end run is marked ``lab``; select it alone with ``pytest -m lab`` or skip
-it with ``pytest -m "not lab"``.
+The end-to-end runs are marked ``lab``; select them alone with ``pytest -m lab`` or skip
+them with ``pytest -m "not lab"``.
 """
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import math
 import shutil
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -19,68 +19,109 @@ import pytest
 
 import companion
 from companion import lab
-from companion.lab import experiments, fingerprint, results
-from companion.lab.models import SCHEMES
+from companion.lab import claims, config, experiments, fingerprint, results, runner
+from companion.lab.schemes import SCHEMES
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lab_synthetic  # noqa: E402  (the synthetic records of tests/lab_synthetic.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 META = {"experiment", "config_name", "config", "companion_version", "code_fingerprint", "code_sources", "corpus",
-        "python", "torch", "device", "platform"}
+        "python", "torch", "device", "machine", "development_seeds", "held_out_seeds"}
+
+
+# --- the configuration -------------------------------------------------------------------
 
 
 def test_configs_hold_every_arm_seed_and_method():
-    for name, cfg in experiments.CONFIGS.items():
-        L = cfg["context_length"]
-        arms = cfg["arms"]
-        assert {a["scheme"] for a in arms.values()} == set(SCHEMES), name
-        assert arms[f"irope_chunk{L // 4}"]["irope_chunk"] == L // 4 < L
-        assert arms[f"irope_chunk{L}"]["irope_chunk"] == L
+    for name, cfg in config.CONFIGS.items():
+        L = cfg.context_length
+        arms = cfg.arms
+        assert {a.scheme for a in arms.values()} == set(SCHEMES), name
+        assert arms[f"irope_chunk{L // 4}"].irope_chunk == L // 4 < L
+        assert arms[f"irope_chunk{L}"].irope_chunk == L
         assert "irope" not in arms       # iRoPE always with its chunked RoPE layers, as in Llama 4
-        assert cfg["eval"]["multiples"] == [1, 2, 4, 8]
-        assert set(cfg["extension"]["methods"]) == {"none", "pi", "ntk", "dynamic_ntk", "yarn", "yarn_code"}
-        assert cfg["extension"]["factor"] == 4 and len(set(cfg["extension"]["dynamic_lengths"])) > 1
-        assert len(cfg["seeds"]) >= 2 and len(cfg["lr_sweep"]["lrs"]) >= 2
-    assert len(experiments.CONFIGS["full"]["seeds"]) >= 3
-    assert experiments.CONFIGS["full"]["eval"]["tokens_per_length"] is None      # all held-out text
-    full = experiments.get_config("full")
-    assert full == experiments.CONFIGS["full"] and full is not experiments.CONFIGS["full"]
+        assert arms["p_rope"].rope_fraction == 0.25 and arms["p_rope"].scheme == "rope"
+        assert arms["sinusoidal"].embedding_std == "inverse_sqrt_d" and arms["sinusoidal_gpt2_init"].sweep_only
+        assert cfg.eval.multiples == (1, 2, 4, 8)
+        assert set(cfg.extension.methods) == {"none", "pi", "ntk", "dynamic_ntk", "yarn", "yarn_code"}
+        assert cfg.extension.factor == 4 and len(set(cfg.extension.dynamic_lengths)) > 1
+        assert len(cfg.seeds) >= 2 and len(cfg.sweep.lrs) >= 2
+        assert set(cfg.development_seeds) | set(cfg.held_out_seeds) == set(cfg.seeds)
+    full = config.get_config("full")
+    assert len(full.seeds) >= 10 and len(full.held_out_seeds) >= 5 and len(full.development_seeds) >= 5
+    assert full.eval.tokens_per_length is None      # all held-out text
+    assert full.sweep.lrs == (3e-3, 1e-2, 3e-2) and len(full.sweep.seeds) == 2
+    assert min(full.sweep.lrs) < full.train.lr < max(full.sweep.lrs)      # the sweep brackets the shared rate
+    assert set(full.sweep.seeds) <= set(full.development_seeds)   # tuning never looks at a held-out seed
     with pytest.raises(ValueError, match="config"):
-        experiments.get_config("huge")
-    with pytest.raises(ValueError, match="config"):
-        experiments.get_config({"seeds": [0]})
+        config.get_config("huge")
+
+
+def test_configuration_round_trips_and_refuses_misspelt_keys_at_every_level():
+    full = config.get_config("full")
+    assert config.LabConfig.from_dict(json.loads(json.dumps(full.to_dict()))) == full
+    as_dict = full.to_dict()
+    for path in (("stpes",), ("train", "stpes"), ("eval", "depth_bin"), ("arms", "rope", "schem"),
+                 ("extension", "method"), ("sweep", "lr")):
+        broken = copy.deepcopy(as_dict)
+        target = broken
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = 1
+        with pytest.raises(ValueError, match=path[-1]):
+            config.LabConfig.from_dict(broken)
+    with pytest.raises(ValueError, match="stpes"):
+        full.with_changes(train={"stpes": 3})
+    with pytest.raises(ValueError, match="sed"):
+        full.with_changes(sed=3)
+    changed = full.with_changes(seeds=(3,), train={"steps": 7})
+    assert changed.train.steps == 7 and changed.train.batch_size == full.train.batch_size and changed.seeds == (3,)
+    assert full.train.steps == 1000                # frozen: the original is untouched
+    with pytest.raises(Exception):
+        full.train.steps = 3
 
 
 def test_every_arm_gets_the_same_budget_and_every_seed_every_arm():
-    cfg = experiments.get_config("full")
-    arm_jobs = [j for j in experiments.jobs(cfg) if j[0] == "arm"]
-    assert sorted((s, a) for _, s, a in arm_jobs) == sorted((s, a) for s in cfg["seeds"] for a in cfg["arms"])
-    sweep = [j for j in experiments.jobs(cfg) if j[0] == "sweep"]
-    assert len(sweep) == len(cfg["arms"]) * len(cfg["lr_sweep"]["lrs"]) * len(cfg["lr_sweep"]["seeds"])
-    # one training configuration for all arms: only the position options differ
-    assert all(set(options) <= {"scheme", "irope_chunk"} for options in cfg["arms"].values())
+    cfg = config.get_config("full")
+    todo = runner.jobs(cfg)
+    arm_jobs = [j for j in todo if j[0] == "arm"]
+    assert sorted((s, a) for _, s, a in arm_jobs) == sorted((s, a) for s in cfg.seeds for a in cfg.main_arms)
+    assert "sinusoidal_gpt2_init" not in cfg.main_arms
+    # the sweep: every arm at every rate and sweep seed, from its own job or from the arm's main job
+    sweep = {(s, a, lr) for _, s, a, lr in (j for j in todo if j[0] == "sweep")}
+    from_main = {(s, a, cfg.lr_of(a)) for s in cfg.sweep.seeds for a in cfg.main_arms}
+    assert sweep | from_main == {(s, a, lr) for s in cfg.sweep.seeds for a in cfg.arms for lr in cfg.sweep.lrs}
+    assert not sweep & from_main
+    assert not [j for j in runner.jobs(cfg, seeds=[17], sweep="none") if j[0] == "sweep"]
+    # one training configuration for all arms: only the position options (and a learning rate the sweep chose) differ
+    assert all(set(a.model_options()) <= {"scheme", "irope_chunk", "rope_fraction", "embedding_std"}
+               for a in cfg.arms.values())
 
 
 def test_chance_levels():
     chance = experiments.chance_levels("full")
-    assert chance["single_needle"] == {"random": 0.01, "copy": 1.0}
-    assert chance["multi_key"]["copy"] == 1 / experiments.CONFIGS["full"]["probes"]["multi_key"]["n_needles"]
+    assert chance["single_needle"] == {"random": 0.01, "copy": 1.0} == chance["no_literal_match"]
+    assert chance["multi_key"]["copy"] == 1 / config.get_config("full").probes.multi_key_needles == 0.25
     assert chance["variable_tracking"]["copy"] == 0.5
 
 
-def test_peak_memory_and_cpu_time_are_positive():
-    assert 10 < experiments.peak_memory_mib() < 1e6
-    assert experiments.cpu_seconds() > 0
+def test_peak_memory_and_cpu_time_are_positive_and_the_machine_is_named():
+    assert 10 < runner.peak_memory_mib() < 1e6
+    assert runner.cpu_seconds() > 0
     with pytest.raises(ValueError, match="who"):
-        experiments.peak_memory_mib("others")
+        runner.peak_memory_mib("others")
+    cpu = runner.machine()
+    assert cpu["cpu_model"] and cpu["cpu_capability"] and cpu["cpu_count"] >= 1
 
 
 def test_train_arm_is_seeded_and_rejects_unknown_arms():
-    cfg = experiments.get_config("reduced")
-    cfg["train"].update(steps=4, warmup=1)
+    cfg = config.get_config("reduced").with_changes(train={"steps": 4, "warmup": 1})
     corpus = lab.data.load_corpus()
     a, info = experiments.train_arm("nope", 1, cfg, corpus)
     b, _ = experiments.train_arm("nope", 1, cfg, corpus)
     c, _ = experiments.train_arm("nope", 2, cfg, corpus)
-    assert info["parameters"] > 0 and len(info["loss"]) == 4
+    assert info["parameters"] > 0 and len(info["loss"]) == 4 and info["lr"] == cfg.train.lr
     assert all((p == q).all() for p, q in zip(a.parameters(), b.parameters()))
     assert not all((p == q).all() for p, q in zip(a.parameters(), c.parameters()))
     with pytest.raises(ValueError, match="arm"):
@@ -97,20 +138,44 @@ def test_fingerprint_ignores_docstrings_and_comments_but_not_code():
     assert fingerprint._hash(plain) == fingerprint._hash(documented) != fingerprint._hash(other)
 
 
+def test_no_import_circle_in_the_lab():
+    """The lab's modules import each other without a circle; the fingerprint imports none of them."""
+    folder = ROOT / "companion" / "lab"
+    modules = {p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    graph = {}
+    for module in modules:
+        tree = ast.parse((folder / f"{module}.py").read_text())
+        uses = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                uses |= {node.module} if node.module else {alias.name for alias in node.names}
+        graph[module] = uses & modules
+    assert graph["fingerprint"] == set() and "fingerprint" in graph["runner"]
+    assert "runner" not in set().union(*(graph[m] for m in modules if m != "runner"))
+
+    def reaches(start, target, seen=()):
+        return any(n == target or (n not in seen and reaches(n, target, (*seen, n))) for n in graph[start])
+
+    assert not [m for m in modules if reaches(m, m)], graph
+
+
 @pytest.fixture(scope="module")
 def hashes():
-    return fingerprint.source_hashes()
+    return runner.code_hashes()
 
 
 def test_fingerprint_covers_the_math_modules_the_experiments_run(hashes):
     for name in ("companion.rope:RotaryEmbedding.forward", "companion.scaling:yarn_code",
                  "companion.scaling:yarn", "companion.relative:T5RelativeBias.forward",
-                 "companion.alibi:slopes", "companion.lab.models:chunked_causal_mask",
-                 "companion.lab.evals:bootstrap_interval", "companion.lab.data:variable_tracking",
-                 "companion.lab.train:train", "companion.lab.experiments:extension", "companion.scaling:<constants>"):
+                 "companion.alibi:slopes", "companion.lab.schemes:chunked_causal_mask",
+                 "companion.lab.stats:cluster_bootstrap", "companion.lab.data:variable_tracking",
+                 "companion.lab.data:multi_key_retrieval", "companion.lab.evals:copier_accuracy",
+                 "companion.lab.train:train", "companion.lab.experiments:extension",
+                 "companion.lab.experiments:window_intervention", "companion.scaling:<constants>"):
         assert name in hashes, name
     # code the experiments never call does not count
     assert "companion.scaling:pi_bound_ratio" not in hashes and not any(k.startswith("companion.symbolic") for k in hashes)
+    assert not any(k.startswith("companion.lab.claims") for k in hashes)
     assert fingerprint.changed(hashes, hashes) == []
     edited = {**hashes, "companion.rope:RotaryEmbedding.forward": "0" * 64}
     assert fingerprint.changed(hashes, edited) == ["companion.rope:RotaryEmbedding.forward"]
@@ -120,7 +185,7 @@ def test_stored_results_are_not_stale(hashes):
     """The book reads the stored results: they must come from today's configuration and code."""
     stored = results.load_results()
     assert stored.summary["config_name"] == "full"
-    assert stored.config == experiments.get_config("full"), (
+    assert config.LabConfig.from_dict(stored.config) == config.get_config("full"), (
         "the stored results were produced by another experiment definition: rerun `python -m companion.lab --config full`")
     changed = fingerprint.changed(stored.summary["code_sources"], hashes)
     assert not changed, ("the code the experiments execute changed since the stored run (" + ", ".join(changed)
@@ -137,18 +202,34 @@ def test_stored_results_are_package_data_and_the_only_copy():
     assert stored.folder == results.STORED and results.STORED.parent == package / "lab"
     assert not (ROOT / "lessons" / "lab_results").exists()
     files = {p.name for p in results.STORED.glob("*.json")}
-    assert files == {f"seed{s}.json" for s in stored.config["seeds"]} | {"lr_sweep.json", "summary.json"}
+    assert files == {f"seed{s}.json" for s in stored.seed_list()} | {"lr_sweep.json", "summary.json"}
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert "lab/stored/*.json" in package_data["companion"]
+    main_arms = config.get_config("full").main_arms
     for seed, record in stored.seeds.items():
         assert META <= set(record) and record["seed"] == seed
-        assert set(record["extrapolation"]) == set(stored.arms) == set(record["retrieval"])
+        assert set(record["extrapolation"]) == set(main_arms) == set(record["retrieval"])
+
+
+def test_stored_run_records_its_seeds_machine_and_cost():
+    summary = results.load_results().summary
+    full = config.get_config("full")
+    assert summary["seeds"] == list(full.seeds)
+    assert summary["development_seeds"] == list(full.development_seeds)
+    assert summary["held_out_seeds"] == list(full.held_out_seeds)
+    assert summary["machine"]["cpu_model"] and summary["machine"]["cpu_capability"]
+    assert summary["wall_seconds"] > 0 and summary["cpu_seconds"] > 0 and summary["peak_memory_mib_per_process"] > 0
+    assert summary["n_jobs"] == len(runner.jobs(full))
 
 
 def test_loader_and_spread():
     stored = results.load_results()
     values = results.per_seed(stored, "extrapolation", "rope", "perplexity", 0)
-    assert len(values) == len(stored.config["seeds"]) >= 3 and all(v > 1 for v in values)
+    assert len(values) == len(stored.seed_list()) >= 10 and all(v > 1 for v in values)
+    assert stored.development_seeds + stored.held_out_seeds == stored.seed_list()
+    assert stored.subset([0, 1]).seed_list() == [0, 1]
+    with pytest.raises(ValueError, match="seeds"):
+        stored.subset([99])
     s = results.spread([1.0, 2.0, 4.0])
     assert (s.mean, s.low, s.high) == (7 / 3, 1.0, 4.0) and s.sd == pytest.approx(math.sqrt(7 / 3))
     assert s.format(1) == "2.3 [1.0-4.0]"
@@ -182,27 +263,28 @@ def test_chapter_runs_alone_from_the_installed_package(notebook, tmp_path):
 
 @pytest.mark.lab
 def test_reduced_lab_runs_end_to_end(tmp_path):
-    """One process per seed (``--part``), then ``--merge``: the way the stored results are made."""
-    cfg = experiments.get_config("reduced")
-    for part in range(len(cfg["seeds"])):
-        paths = experiments.run_all("reduced", tmp_path, stream=None, part=part)
-        assert set(paths) == {f"seed{cfg['seeds'][part]}", f"lr_sweep_part{part}", f"summary_part{part}"}
-    assert set(experiments.merge_parts(tmp_path)) == {"lr_sweep", "summary"}
+    """Two processes started by hand (``--part``), then ``--merge``; then a re-run of one job repeats it exactly."""
+    cfg = config.get_config("reduced")
+    for part in range(2):
+        assert runner.run_all("reduced", tmp_path, stream=None, part=part, parts=2) == {"jobs": str(tmp_path / "jobs")}
+    with pytest.raises(ValueError, match="part"):
+        runner.run_all("reduced", tmp_path, stream=None, part=2, parts=2)
+    assert set(runner.assemble(tmp_path)) == {f"seed{s}" for s in cfg.seeds} | {"lr_sweep", "summary"}
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [f"seed{s}.json" for s in cfg["seeds"]] + ["lr_sweep.json", "summary.json"])
+        [f"seed{s}.json" for s in cfg.seeds] + ["lr_sweep.json", "summary.json"])
     run = results.load_results(tmp_path)
     summary = run.summary
-    assert summary["processes"] == len(cfg["seeds"]) == len(summary["part_wall_seconds"])
-    assert summary["config"] == cfg and summary["config_name"] == "reduced"
+    assert len(summary["sessions"]) == 2 and summary["config_name"] == "reduced"
+    assert config.LabConfig.from_dict(summary["config"]) == cfg
     assert summary["code_fingerprint"] == fingerprint.fingerprint(summary["code_sources"])
     assert summary["wall_seconds"] > 0 and summary["cpu_seconds"] > 0 and summary["peak_memory_mib_per_process"] > 0
-    assert summary["n_jobs"] == len(experiments.jobs(cfg))
-    L = cfg["context_length"]
+    assert summary["n_jobs"] == len(runner.jobs(cfg))
+    L = cfg.context_length
     lengths = [L, 2 * L, 4 * L, 8 * L]
     for seed, record in run.seeds.items():
         assert META <= set(record) and record["corpus"]["sha256"] == lab.data.load_corpus().sha256
         ex = record["extrapolation"]
-        assert set(ex) == set(cfg["arms"])
+        assert set(ex) == set(cfg.main_arms)
         learned = ex["learned"]
         assert learned["status"] == ["ok", "not defined", "not defined", "not defined"]
         assert learned["perplexity"][1:] == [None] * 3 and "max_positions" in learned["errors"][1]
@@ -210,16 +292,21 @@ def test_reduced_lab_runs_end_to_end(tmp_path):
             assert r["lengths"] == lengths and 1 < r["perplexity"][0] < 256, arm
             assert r["perplexity_past_L"][0] is None
             assert r["interval"][0][0] <= r["perplexity"][0] <= r["interval"][0][1]
+            assert r["blocks"] == [0, L // 2, L, 2 * L, 4 * L, 8 * L] and len(r["nll_by_file"][0]) == len(r["files"])
         for arm, by_task in record["retrieval"].items():
             for task in experiments.TASKS:
                 t = by_task[task]
-                assert t["lengths"] == lengths and len(t["accuracy"]) == 4
-                assert all(len(row) == len(cfg["eval"]["depths"]) for row in t["accuracy"])
-                assert set(t["chance"]) == {"random", "copy"}
+                assert t["lengths"] == lengths and set(t["chance"]) == {"random", "copy"}
+            assert all(len(row) == cfg.eval.depth_bins for row in by_task["single_needle"]["correct"] if row)
+            assert set(by_task["single_needle"]["straddle"]) == {str(L // 4), str(L)}
+            assert set(by_task["multi_key"]["copiers"]) == {"first", "last", "random"}
             assert (by_task["attention_beyond_L"] is None) == (arm == "learned")
+        assert set(record["window"]) == set(cfg.eval.window_arms)
+        assert record["train"]["rope"]["curve"]["steps"] == list(range(cfg.train.curve_every, cfg.train.steps + 1,
+                                                                       cfg.train.curve_every))
         ext = record["extension"]
-        assert ext["target_length"] == 4 * L and set(ext["methods"]) == set(cfg["extension"]["methods"])
-        assert ext["methods"]["dynamic_ntk"]["finetune_lengths"] == cfg["extension"]["dynamic_lengths"]
+        assert ext["target_length"] == 4 * L and set(ext["methods"]) == set(cfg.extension.methods)
+        assert ext["methods"]["dynamic_ntk"]["finetune_lengths"] == list(cfg.extension.dynamic_lengths)
         assert ext["methods"]["ntk"]["finetune_lengths"] == [4 * L]
         zero = {m: r["zero_shot"] for m, r in ext["methods"].items()}
         assert zero["dynamic_ntk"]["perplexity_at_L"] == zero["none"]["perplexity_at_L"]
@@ -228,18 +315,40 @@ def test_reduced_lab_runs_end_to_end(tmp_path):
         none, code, paper = (ext["methods"][m]["inv_freq_at_target"] for m in ("none", "yarn_code", "yarn"))
         assert code[0] == pytest.approx(none[0]) and paper[0] < none[0]
     cells = run.lr_sweep["cells"]
-    assert {(c["arm"], c["lr"]) for c in cells} == {(a, lr) for a in cfg["arms"] for lr in cfg["lr_sweep"]["lrs"]}
+    assert {(c["arm"], c["lr"], c["seed"]) for c in cells} == {
+        (a, lr, s) for a in cfg.arms for lr in cfg.sweep.lrs for s in cfg.sweep.seeds}
+    # the same job in a fresh process, alone, gives the same numbers
+    job = ("arm", 1, "irope_chunk8")
+    again = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, sys; from companion.lab import runner; "
+         f"json.dump(runner.run_job({job!r}, 'reduced')['result'], sys.stdout)"],
+        capture_output=True, text=True, check=True).stdout)
+    stored = {k: run.seeds[1][k]["irope_chunk8"] for k in ("extrapolation", "retrieval", "pair_norms")}
+    assert {k: again[k] for k in stored} == stored
+    assert again["train"]["loss"] == run.seeds[1]["train"]["irope_chunk8"]["loss"]
+
+
+@pytest.mark.lab
+def test_new_seeds_run_into_their_own_folder_and_the_claims_are_checked(tmp_path):
+    out = tmp_path / "new"
+    done = subprocess.run([sys.executable, "-m", "companion.lab", "--config", "reduced", "--seeds", "7",
+                           "--out", str(out), "--quiet"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["seed7.json", "summary.json"]
+    assert "claim" in done.stdout and "verdict" in done.stdout
+    run = results.load_results(out)
+    assert run.seed_list() == [7] and run.lr_sweep is None
 
 
 def test_command_line_refuses_to_overwrite_the_stored_results_with_another_configuration(tmp_path):
     with pytest.raises(ValueError, match="out_dir"):
-        experiments.run_all("reduced", None)
-    with pytest.raises(ValueError, match="part"):
-        experiments.run_all("reduced", tmp_path, part=5)
+        runner.run_all("reduced", None)
     with pytest.raises(ValueError, match="out_dir"):
-        experiments.merge_parts(tmp_path)
+        runner.run_all("full", None, seeds=[17])
+    with pytest.raises(ValueError, match="out_dir"):
+        runner.assemble(tmp_path)
     done = subprocess.run([sys.executable, "-m", "companion.lab", "--help"], capture_output=True, text=True)
-    assert done.returncode == 0 and "--part" in done.stdout and "--merge" in done.stdout
+    assert done.returncode == 0 and all(f in done.stdout for f in ("--part", "--parts", "--merge", "--seeds"))
     done = subprocess.run([sys.executable, "-m", "companion.lab", "--config", "reduced"], capture_output=True, text=True)
     assert done.returncode != 0 and "--out is required" in done.stderr
 
@@ -254,3 +363,160 @@ def test_no_markdown_cell_opens_a_bare_code_fence(notebook):
         if cell["cell_type"] == "markdown":
             bare = [t for t in parser.parse("".join(cell["source"])) if t.type == "fence" and not t.info.strip()]
             assert not bare, f"cell {index} of {notebook} opens a fence without a language: {bare[0].content[:60]!r}"
+
+
+# --- the claims ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stored():
+    return results.load_results()
+
+
+def test_every_claim_holds_on_every_stored_seed(stored):
+    verdicts = claims.check_all(stored.seeds, stored.lr_sweep)
+    assert {v.name for v in verdicts} == set(claims.CLAIMS) | set(claims.SWEEP_CLAIMS)
+    failing = [v for v in verdicts if not v.holds]
+    assert not failing, claims.table(failing)
+    for v in verdicts:
+        assert v.statement and v.evidence and (v.seeds == tuple(stored.seed_list()) or v.name in claims.SWEEP_CLAIMS)
+
+
+def test_the_held_out_run_is_on_record(stored):
+    history = stored.summary["claims_history"]
+    assert history == json.loads(json.dumps(claims.HISTORY))
+    assert history["held_out_seeds"] == stored.held_out_seeds == list(config.get_config("full").held_out_seeds)
+    assert len(history["frozen_commit"]) == 40 and int(history["frozen_commit"], 16) >= 0
+    frozen = history["held_out_at_freeze"]
+    assert frozen and all(set(v) == {"holds", "statement", "evidence"} for v in frozen.values())
+    # every claim that failed on the held-out seeds as frozen was restated, and says how
+    assert {n for n, v in frozen.items() if not v["holds"]} <= set(history["revisions"])
+    assert all(len(why) > 40 for why in history["revisions"].values())
+
+
+def test_claims_take_any_set_of_seeds(stored):
+    one = claims.check_all(stored.subset([stored.held_out_seeds[-1]]).seeds)
+    assert all(v.seeds in ((), (stored.held_out_seeds[-1],)) for v in one)
+    both = claims.breaking_arms(stored.subset(stored.development_seeds).seeds)
+    assert both.seeds == tuple(stored.development_seeds)
+    # a record without an experiment is reported as not decidable, not as a pass
+    bare = {0: {"extrapolation": {}, "retrieval": {}}}
+    assert all(v.holds is None for v in claims.check_all(bare))
+
+
+# --- the claims on synthetic records: any seeds, the stored schema -------------------------
+
+
+def test_every_claim_holds_on_records_built_to_satisfy_it():
+    seeds = lab_synthetic.records()
+    verdicts = claims.check_all(seeds, lab_synthetic.sweep())
+    assert {v.name for v in verdicts} == set(claims.CLAIMS) | set(claims.SWEEP_CLAIMS)
+    failing = [v for v in verdicts if not v.holds]
+    assert not failing, claims.table(failing)
+    assert all(v.seeds == tuple(range(10)) for v in verdicts if v.name in claims.CLAIMS)
+
+
+def test_every_claim_has_a_record_edit_that_breaks_it():
+    assert set(lab_synthetic.BREAKS) == set(claims.CLAIMS)
+
+
+@pytest.mark.parametrize("claim_name", sorted(lab_synthetic.BREAKS))
+def test_a_claim_fails_when_its_numbers_say_otherwise(claim_name):
+    seeds = lab_synthetic.records()
+    assert claims.CLAIMS[claim_name](seeds).holds
+    for record in seeds.values():
+        lab_synthetic.BREAKS[claim_name](record)
+    verdict = claims.CLAIMS[claim_name](seeds)
+    assert verdict.holds is False, verdict.evidence
+
+
+def test_a_claim_is_a_function_of_the_records_not_of_the_seed_numbers():
+    """Renumbered seeds (17, 23, ...) give the same verdicts; a JSON round trip changes nothing."""
+    seeds = lab_synthetic.records()
+    renamed = {17 + 6 * i: record for i, record in enumerate(seeds.values())}
+    as_json = {int(k): v for k, v in json.loads(json.dumps(renamed)).items()}
+    for name, fn in claims.CLAIMS.items():
+        a, b = fn(seeds), fn(as_json)
+        assert a.holds is b.holds is True, name
+        assert b.seeds == tuple(17 + 6 * i for i in range(10)) and a.statement == b.statement
+
+
+def test_one_seed_that_breaks_a_claim_is_enough_for_an_every_seed_claim():
+    seeds = lab_synthetic.records()
+    lab_synthetic.BREAKS["flat_arms"](seeds[3])
+    assert claims.check("flat_arms", seeds).holds is False
+    assert claims.check("flat_arms", {s: r for s, r in seeds.items() if s != 3}).holds
+
+
+def test_a_claim_about_ten_seeds_is_undecided_on_five():
+    assert claims.check("p_rope_costs_text_at_L", lab_synthetic.records(range(5))).holds is None
+    assert claims.check("p_rope_costs_text_at_L", lab_synthetic.records()).holds
+
+
+def test_claims_report_undecidable_records_as_undecided():
+    bare = {0: {"extrapolation": {}, "retrieval": {}}}
+    assert all(v.holds is None for v in claims.check_all(bare))
+    with pytest.raises(ValueError, match="claim_name"):
+        claims.check("no_such_claim", lab_synthetic.records())
+    with pytest.raises(ValueError, match="sweep"):
+        claims.check("shared_rate_is_near_best", lab_synthetic.records())
+    text = claims.report(claims.check("flat_arms", lab_synthetic.records()))
+    assert text.startswith("Claim: ") and "holds on seeds 0, 1, 2, 3, 4, 5, 6, 7, 8, 9." in text
+    assert all(len(line) <= 88 for line in text.splitlines())
+
+
+def test_sweep_claims_follow_the_sweep_cells():
+    cells = lab_synthetic.sweep()
+    assert all(v.holds for v in claims.check_sweep(cells))
+    worse = copy.deepcopy(cells)
+    for c in worse["cells"]:
+        if c["arm"] == "shaw" and c["lr"] == config.get_config("full").train.lr:
+            c["perplexity_at_L"] *= 1.2
+    assert claims.check("shared_rate_is_near_best", sweep=worse).holds is False
+    shared = config.get_config("full").train.lr
+    for arms, rule in ((("t5", "shaw", "rope"), "shared_rate_learns_the_needle"),
+                       (("sinusoidal_gpt2_init",), "initialisation_does_not_decide_sinusoidal")):
+        broken = copy.deepcopy(cells)
+        for c in broken["cells"]:
+            if c["arm"] in arms and c["lr"] == shared:
+                c["needle_at_L"] = 0.2
+        assert claims.check(rule, sweep=broken).holds is False, rule
+
+
+# --- resuming a run ------------------------------------------------------------------------
+
+
+def test_a_resumed_run_keeps_jobs_of_its_fingerprint_and_sets_the_others_aside(tmp_path):
+    folder = tmp_path / "jobs"
+    folder.mkdir()
+    for name, stamp in (("arm-0-rope", "a" * 64), ("arm-0-nope", "b" * 64), ("sweep-0-t5-0.01", None)):
+        record = {"job": name.split("-"), "result": {}}
+        if stamp:
+            record["fingerprint"] = stamp
+        (folder / f"{name}.json").write_text(json.dumps(record))
+    done = runner.finished_jobs(folder, "a" * 64)
+    assert set(done) == {"arm-0-rope"}
+    assert sorted(p.name for p in folder.iterdir()) == ["arm-0-rope.json"]
+    assert sorted(p.name for p in (tmp_path / "stale-jobs").iterdir()) == ["arm-0-nope.json", "sweep-0-t5-0.01.json"]
+
+
+def test_the_job_fingerprint_follows_the_configuration():
+    reduced = config.get_config("reduced")
+    assert runner.job_fingerprint(reduced.with_changes(train={"steps": 61})) != runner.job_fingerprint(reduced)
+
+
+def test_the_readme_states_the_stored_runs_cost():
+    """The README's figures for the stored run (jobs, CPU-minutes in all and by kind, wall
+    minutes, peak memory) are those its summary.json records."""
+    import re
+
+    summary = results.load_results().summary
+    text = " ".join((ROOT / "README.md").read_text().split())
+    by_kind = summary["cpu_seconds_by_kind"]
+    stated = (f"The stored run is {summary['n_jobs']} jobs: {summary['cpu_seconds'] / 60:.1f} CPU-minutes in all "
+              f"({by_kind['arm'] / 60:.1f} for the 100 trained arms, {by_kind['sweep'] / 60:.1f} for the sweep), "
+              f"{summary['wall_seconds'] / 60:.1f} minutes of wall time on two workers")
+    assert stated in text
+    load = summary["sessions"][0]["load_average_before"][0]
+    assert re.search(rf"load average was {load:.1f} when it started\), and at most "
+                     rf"{summary['peak_memory_mib_per_process']:.0f} MiB per process", text)

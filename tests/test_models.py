@@ -1,4 +1,5 @@
-"""companion.lab.models: shapes, causality, the companion module behind each scheme, RoPE scaling."""
+"""companion.lab.models and .schemes: shapes, causality, the companion module behind each scheme, RoPE scaling,
+p-RoPE, the key window and the queries' and keys' pair norms."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +7,7 @@ import pytest
 import torch
 
 from companion import absolute, alibi, nope, relative, rope, scaling
+from companion.lab import evals, schemes
 from companion.lab.models import ROPE_SCHEMES, SCHEMES, TinyTransformer, count_parameters
 
 SMALL = {"vocab_size": 40, "d_model": 16, "n_heads": 2, "n_layers": 2, "context_length": 12}
@@ -104,7 +106,8 @@ def test_other_schemes_hold_no_position_module():
 
 def test_shaw_every_layer_uses_shaw_relative_attention(monkeypatch):
     model = small("shaw", shaw_max_distance=3)
-    layers = [b.attn.shaw for b in model.blocks]
+    layers = list(model.scheme.layers)
+    assert len(layers) == model.config["n_layers"]
     assert all(isinstance(s, relative.ShawRelativeAttention) and s.max_distance == 3 for s in layers)
     calls = []
     spy(monkeypatch, relative.ShawRelativeAttention, calls, "shaw")
@@ -262,6 +265,94 @@ def test_config_is_plain_data():
     config = small("t5").config
     assert json.loads(json.dumps(config)) == config
     assert set(ROPE_SCHEMES) <= set(SCHEMES)
+
+
+# --- one object per scheme ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme, cls", [
+    ("learned", schemes.LearnedScheme), ("sinusoidal", schemes.SinusoidalScheme), ("shaw", schemes.ShawScheme),
+    ("t5", schemes.T5Scheme), ("rope", schemes.RotaryScheme), ("alibi", schemes.ALiBiScheme),
+    ("nope", schemes.NoPEScheme), ("irope", schemes.IRopeScheme)])
+def test_each_scheme_is_one_object_with_the_models_hooks(scheme, cls):
+    model = small(scheme)
+    assert type(model.scheme) is cls and isinstance(model.scheme, schemes.Scheme)
+    # the model's attention code names no scheme: the hooks are the only place a scheme enters
+    import inspect
+    from companion.lab import models
+    body = inspect.getsource(models._CausalSelfAttention) + inspect.getsource(models.TinyTransformer._run)
+    assert not any(f'"{name}"' in body for name in SCHEMES)
+
+
+def test_p_rope_keeps_the_fastest_pairs_and_zeroes_the_rest():
+    theta = rope.inv_freq(16)
+    kept = schemes.p_rope_frequencies(theta, 0.25)
+    np.testing.assert_array_equal(kept[:2], theta[:2])
+    assert (kept[2:] == 0).all()
+    model = small("rope", rope_fraction=0.5)                   # d_head 8: 4 pairs, 2 of them rotate
+    np.testing.assert_array_equal(model.rope.inv_freq.numpy(), [*rope.inv_freq(8)[:2], 0, 0])
+    # an unrotated pair is position-free: shifting every position leaves its score unchanged
+    q = torch.randn(1, 1, 5, 8)
+    rotated = model.rope.rotate(q)
+    torch.testing.assert_close(rotated[..., 4:], q[..., 4:], rtol=0, atol=0)
+    model.set_rope_scaling("pi", s=4)
+    assert (model.rope.inv_freq.numpy()[2:] == 0).all()        # scaling keeps the unrotated pairs at 0
+    np.testing.assert_allclose(model.rope.inv_freq.numpy()[:2], rope.inv_freq(8)[:2] / 4)
+    for bad in ({"scheme": "alibi", "rope_fraction": 0.5}, {"scheme": "rope", "rope_fraction": 0.1},
+                {"scheme": "rope", "rope_fraction": 1.5}):
+        with pytest.raises(ValueError, match="rope_fraction"):
+            TinyTransformer(**{**SMALL, **bad})
+
+
+def test_embedding_scale_of_the_sinusoidal_arm():
+    paper = small("sinusoidal", embedding_std="inverse_sqrt_d")
+    gpt2 = small("sinusoidal")
+    assert paper.token_embedding.weight.std().item() == pytest.approx(16 ** -0.5, rel=0.1)
+    assert gpt2.token_embedding.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    # sqrt(d) e_t has entries of about 1 with the paper's scale, the size of the sinusoid's entries
+    x = tokens()
+    content = paper.token_embedding(x) * 16 ** 0.5
+    assert content.std().item() == pytest.approx(1.0, rel=0.15)
+    with pytest.raises(ValueError, match="embedding_std"):
+        small("sinusoidal", embedding_std=-1.0)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_a_key_window_hides_exactly_the_far_keys(scheme):
+    if scheme == "learned":
+        model = small(scheme)
+    else:
+        model = small(scheme, context_length=6)
+    x = tokens(n=12)
+    model.set_key_window(4)
+    i, j = torch.meshgrid(torch.arange(12), torch.arange(12), indexing="ij")
+    for w in model.attention_weights(x):
+        assert (w[..., j <= i - 4] == 0).all() and (w.sum(-1) - 1).abs().max() < 1e-5
+    with torch.no_grad():
+        windowed = model(x)
+        # a token reaches 3 positions further per layer: after two layers, nothing past 3 + 2 * 3
+        y = x.clone()
+        y[:, 3] = (y[:, 3] + 1) % 40
+        torch.testing.assert_close(model(y)[:, 10:], windowed[:, 10:], rtol=0, atol=1e-6)
+        assert not torch.equal(model(y)[:, 9], windowed[:, 9])
+    model.set_key_window(None)
+    with torch.no_grad():
+        assert not torch.equal(model(y)[:, 10:], model(x)[:, 10:])
+    with pytest.raises(ValueError, match="w"):
+        model.set_key_window(0)
+
+
+def test_queries_and_keys_and_their_pair_norms():
+    model = small("rope")
+    x = tokens()
+    pairs = model.queries_and_keys(x)
+    assert len(pairs) == 2 and all(q.shape == k.shape == (3, 2, 12, 8) for q, k in pairs)
+    norms = evals.pair_norms(model, x)
+    q0 = pairs[0][0].unflatten(-1, (4, 2)).norm(dim=-1).mean(dim=(0, 2))
+    np.testing.assert_allclose(norms["query"][0], q0.numpy(), rtol=1e-6)
+    assert np.array(norms["key"]).shape == (2, 2, 4)
+    with pytest.raises(ValueError, match="model"):
+        evals.pair_norms(lambda t: t, x)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

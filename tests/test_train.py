@@ -94,9 +94,29 @@ def test_default_device():
     assert train.default_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def test_a_learning_curve_callback_sees_the_model_and_changes_nothing(corpus):
+    """The callback runs after every k-th step with the model, and the training is the same with or without it."""
+    from companion.lab import evals
+    seen = []
+
+    def callback(step, model):
+        assert model.training
+        seen.append((step, evals.perplexity_by_length(model, corpus.validation, [16], 256)[0]["perplexity"]))
+
+    a, b = tiny(), tiny()
+    plain = train.train(a, train.text_batches(corpus.train, 4, 16), 10, seed=3, progress=False)
+    with_curve = train.train(b, train.text_batches(corpus.train, 4, 16), 10, seed=3, progress=False, every=4,
+                             callback=callback)
+    assert [s for s, _ in seen] == [4, 8] and plain == with_curve
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    with pytest.raises(ValueError, match="callback"):
+        train.train(tiny(), train.text_batches(corpus.train, 2, 8), 2, every=1)
+
+
 @pytest.mark.parametrize("kwargs, name", [
     ({"steps": 0}, "steps"), ({"lr": -1.0}, "lr"), ({"warmup": -2}, "warmup"),
     ({"weight_decay": -0.1}, "weight_decay"), ({"grad_clip": -1.0}, "grad_clip"), ({"seed": -1}, "seed"),
+    ({"every": -1}, "every"),
 ])
 def test_train_bad_input(kwargs, name, corpus):
     args = {"steps": 2, **kwargs}

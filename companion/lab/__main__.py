@@ -1,4 +1,4 @@
-"""``python -m companion.lab``: recompute the lab's stored results (see :mod:`companion.lab.experiments`)."""
-from .experiments import main
+"""``python -m companion.lab``: recompute the lab's results, or run new seeds (see :mod:`companion.lab.runner`)."""
+from .runner import main
 
 raise SystemExit(main())

@@ -3,8 +3,11 @@ r"""Data for the lab: a real text corpus that exists offline, and synthetic retr
 **Text.** The corpus is a fixed selection of Python's own standard-library source
 files (:data:`CORPUS_FILES`), found through ``sysconfig.get_paths()["stdlib"]``, so
 it is on every machine that runs the book and nothing is downloaded. Tokens are the
-bytes of the files (0..255). The files of :data:`VALIDATION_FILES` are held out whole
-for validation; the others are the training text. Python versions edit these files
+bytes of the files (0..255). Three parts, by whole files: the files of
+:data:`VALIDATION_FILES` are held out for every reported number (the test text);
+those of :data:`TUNING_FILES` are held out to choose settings such as the learning
+rate, so that no choice is made on the text the results are reported on; the others
+are the training text. Python versions edit these files
 a little from release to release, so the corpus differs slightly between versions:
 :func:`load_corpus` records the Python version, the files that were missing (if any)
 and the SHA-256 of the corpus bytes, and the lab writes them next to its results.
@@ -14,17 +17,23 @@ Size of Your Long-Context Language Models?") in byte tokens, readable when decod
 
 * :func:`retrieval`: a needle ``@KQ=37`` hidden at a chosen relative depth in a
   haystack of random lowercase letters and spaces, and a query ``?KQ=`` at the end;
-  the answer ``37`` follows the query. With ``n_needles > 1`` the other needles have
-  other keys (:func:`multi_key_retrieval`, RULER's multi-key needle-in-a-haystack).
-  Varying the depth is the "lost in the middle" probe of Liu et al. (2024).
+  the answer ``37`` follows the query. Varying the depth is the "lost in the middle"
+  probe of Liu et al. (2024).
+* :func:`multi_key_retrieval`: ``k`` needles with distinct keys in ``k`` fixed,
+  evenly spaced slots, and the queried slot drawn uniformly (RULER's multi-key
+  needle-in-a-haystack): a rule that picks a needle without reading the keys is
+  right with probability exactly ``1/k``.
+* :func:`no_literal_match_retrieval`: one needle, and a query whose key occurs
+  nowhere in the input, so that question and needle share no literal string but
+  the ``=`` (after NoLiMa, Modarressi et al. 2025).
 * :func:`variable_tracking`: chains of assignments ``@KQ=37 ... @PL=KQ ... @XY=PL``
   and the query ``?XY=``; the answer is the value at the root of the chain (RULER's
   variable tracking).
 * :func:`copying`: random letters, a bar, and the same letters again.
 
 Every generator is deterministic under its ``seed`` and returns a :class:`Task`:
-the tokens ``(batch, n)`` and, for each example, the positions of the answer tokens
-and the answer tokens themselves. A model reads ``tokens[:, :-1]`` and its logits at
+the tokens ``(batch, n)`` and, for each example, the positions of the answer tokens,
+the answer tokens themselves, and where the queried needle starts. A model reads ``tokens[:, :-1]`` and its logits at
 position ``p - 1`` predict the token at answer position ``p``.
 """
 from __future__ import annotations
@@ -35,15 +44,17 @@ import platform
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
 
-from .. import _checks
+from .._contracts import AnyValue, Count, InstanceOf, Integer, Label, Reals, TokenTensor, WholeNumbers, contract
 
 __all__ = [
     "CORPUS_FILES",
     "VALIDATION_FILES",
+    "TUNING_FILES",
     "Corpus",
     "stdlib_dir",
     "load_corpus",
@@ -56,6 +67,7 @@ __all__ = [
     "Task",
     "retrieval",
     "multi_key_retrieval",
+    "no_literal_match_retrieval",
     "variable_tracking",
     "copying",
     "task_batch",
@@ -77,8 +89,10 @@ CORPUS_FILES = (
     # held out for validation (VALIDATION_FILES)
     "fractions.py", "heapq.py", "pprint.py", "queue.py", "shlex.py", "statistics.py", "textwrap.py",
 )
-#: The files held out whole for validation (about 170 kB with Python 3.11).
+#: The files held out whole for the reported numbers (about 170 kB with Python 3.11).
 VALIDATION_FILES = ("fractions.py", "heapq.py", "pprint.py", "queue.py", "shlex.py", "statistics.py", "textwrap.py")
+#: The files held out whole for choosing settings (the learning rate), never for a reported number.
+TUNING_FILES = ("base64.py", "calendar.py", "csv.py", "gettext.py")
 
 #: Haystack alphabet of the tasks: lowercase letters and the space.
 FILLER = b"abcdefghijklmnopqrstuvwxyz "
@@ -88,6 +102,96 @@ KEY_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 VALUE_ALPHABET = b"0123456789"
 _NEEDLE, _QUERY, _EQUALS, _BAR, _START = (ord(c) for c in "@?=|^")
 
+#: A stream of byte tokens: a 1-D integer tensor.
+TokenStream = Annotated[torch.Tensor, TokenTensor(1, "(n,)")]
+#: The sequence of file names of :func:`load_corpus`.
+FileNames = Annotated[tuple, InstanceOf((list, tuple), "a sequence of file names (strings) relative to the stdlib "
+                                                     "folder", error=ValueError)]
+#: A needle's key or value width in tokens.
+Width = Annotated[int, Integer(1)]
+#: A task's seed (numpy's ``default_rng``).
+TaskSeed = Annotated[int, Integer(0)]
+
+
+def _names_are_strings(files) -> None:
+    """Each of ``files`` is a file name."""
+    if not all(isinstance(f, str) for f in files):
+        raise ValueError("files must be a sequence of file names (strings) relative to the stdlib folder")
+
+
+def _distinct_keys(n_needles, key_len) -> None:
+    """``key_len`` letters give the ``n_needles`` distinct keys: ``n_needles <= 26 ** key_len``."""
+    if n_needles > len(KEY_ALPHABET) ** key_len:
+        raise ValueError(f"n_needles must be at most {len(KEY_ALPHABET) ** key_len} (distinct keys), got {n_needles}")
+
+
+def _distinct_names(hops, n_chains, key_len) -> None:
+    """``key_len`` letters give the ``n_chains * (hops + 1)`` distinct variable names."""
+    n_names = n_chains * (hops + 1)
+    if n_names > len(KEY_ALPHABET) ** key_len:
+        raise ValueError(f"n_chains * (hops + 1) must be at most {len(KEY_ALPHABET) ** key_len} names, got {n_names}")
+
+
+def _stream_holds(data, length) -> None:
+    """The stream ``data`` holds a window of ``length + 1`` tokens and a place to start it."""
+    if data.numel() < length + 2:
+        raise ValueError(f"length must be below the size of data ({data.numel()} tokens), got {length}")
+
+
+def _one_window_fits(data, length) -> None:
+    """The stream ``data`` holds at least one window of ``length + 1`` tokens."""
+    if (data.numel() - 1) // length < 1:
+        raise ValueError(f"length must be below the size of data ({data.numel()} tokens), got {length}")
+
+
+def _fits(name: str, value: int, minimum: int) -> None:
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum} to hold every needle and the query, got {value}")
+
+
+def _retrieval_fits(length, n_needles, key_len, value_len) -> None:
+    """The needles, one needle's length of slack per extra needle (to place the distractors around any depth),
+    and the query fit in ``length``."""
+    m = 2 + key_len + value_len
+    _fits("length", length, (n_needles + (n_needles > 1)) * m + 2 + key_len + value_len)
+
+
+def _slots_fit(length, n_needles, key_len, value_len) -> None:
+    """One needle per slot and the query fit in ``length``."""
+    m = 2 + key_len + value_len
+    _fits("length", length, n_needles * m + m)
+
+
+def _needle_and_query_fit(length, key_len, value_len) -> None:
+    """The needle and the query fit in ``length``."""
+    _fits("length", length, 2 * (2 + key_len + value_len))
+
+
+def _chains_fit(length, hops, n_chains, key_len, value_len) -> None:
+    """Every statement of every chain and the query fit in ``length``."""
+    width = 2 + key_len + max(key_len, value_len)
+    _fits("length", length, n_chains * (hops + 1) * width + 2 + key_len + value_len)
+
+
+def _copy_fits(length) -> None:
+    """At least one letter, the bar and its copy."""
+    _fits("length", length, 3)
+
+
+def _bytes(tokens) -> None:
+    """``tokens`` is a 1-D sequence of bytes."""
+    if tokens.ndim != 1 or (tokens.size and tokens.max() > 255):
+        raise ValueError("tokens must be a 1-D sequence of integers in 0..255")
+
+
+def _depth_per_example(depth, n_examples) -> None:
+    """``depth`` is ``None``, one number in [0, 1], or one per example."""
+    if depth is None:
+        return
+    if not (depth.ndim == 0 or depth.shape == (n_examples,)) or np.any((depth < 0) | (depth > 1)):
+        raise ValueError(f"depth must be one number in [0, 1] or {n_examples} of them (one per example), "
+                         f"got {depth.tolist()!r}")
+
 
 # ---------------------------------------------------------------------------
 # Text corpus
@@ -95,11 +199,13 @@ _NEEDLE, _QUERY, _EQUALS, _BAR, _START = (ord(c) for c in "@?=|^")
 
 @dataclass(frozen=True)
 class Corpus:
-    """The byte corpus: ``train`` and ``validation`` are 1-D uint8 tensors.
+    """The byte corpus: ``train``, ``tuning`` and ``validation`` are 1-D uint8 tensors.
 
-    ``sha256`` is the hash of all corpus bytes (train files then validation files,
-    each file followed by a newline); ``files`` lists the files read, ``missing``
-    those absent from this Python's standard library.
+    ``sha256`` is the hash of all corpus bytes (train files, then tuning files, then
+    validation files, each file followed by a newline); ``files`` lists the files
+    read, ``missing`` those absent from this Python's standard library.
+    ``validation_starts`` holds the offset at which each validation file starts in
+    ``validation`` (the clusters of :func:`companion.lab.evals.perplexity_by_length`).
     """
 
     train: torch.Tensor
@@ -108,14 +214,19 @@ class Corpus:
     python_version: str
     files: tuple
     missing: tuple
+    tuning: torch.Tensor = torch.zeros(0, dtype=torch.uint8)
+    validation_starts: tuple = (0,)
 
     def info(self) -> dict:
         """JSON-serialisable description: hash, Python version, sizes, files, missing files."""
         return {
             "sha256": self.sha256, "python_version": self.python_version,
-            "train_bytes": int(self.train.numel()), "validation_bytes": int(self.validation.numel()),
+            "train_bytes": int(self.train.numel()), "tuning_bytes": int(self.tuning.numel()),
+            "validation_bytes": int(self.validation.numel()),
             "files": list(self.files), "missing": list(self.missing),
+            "tuning_files": [f for f in self.files if f in TUNING_FILES],
             "validation_files": [f for f in self.files if f in VALIDATION_FILES],
+            "validation_starts": list(self.validation_starts),
         }
 
 
@@ -124,74 +235,69 @@ def stdlib_dir() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
-def load_corpus(files=CORPUS_FILES, root=None) -> Corpus:
+@contract(_names_are_strings)
+def load_corpus(files: FileNames = CORPUS_FILES, root: AnyValue = None) -> Corpus:
     """Read ``files`` (paths relative to ``root``, the stdlib folder by default) into a :class:`Corpus`.
 
-    Files named in :data:`VALIDATION_FILES` go to ``validation``, the rest to
-    ``train``. Missing files are skipped and listed; ``ValueError`` if either part
-    ends up empty.
+    Files named in :data:`VALIDATION_FILES` go to ``validation``, those in
+    :data:`TUNING_FILES` to ``tuning``, the rest to ``train``. Missing files are
+    skipped and listed; ``ValueError`` if the training or validation part ends up empty.
     """
     root = stdlib_dir() if root is None else Path(root)
-    if isinstance(files, str) or not all(isinstance(f, str) for f in files):
-        raise ValueError("files must be a sequence of file names (strings) relative to the stdlib folder")
-    found, missing, parts = [], [], {"train": [], "validation": []}
+    found, missing, parts = [], [], {"train": [], "tuning": [], "validation": []}
     for name in files:
         path = root / name
         if not path.is_file():
             missing.append(name)
             continue
         found.append(name)
-        parts["validation" if name in VALIDATION_FILES else "train"].append(path.read_bytes() + b"\n")
-    train, validation = b"".join(parts["train"]), b"".join(parts["validation"])
+        part = "validation" if name in VALIDATION_FILES else "tuning" if name in TUNING_FILES else "train"
+        parts[part].append(path.read_bytes() + b"\n")
+    train, tuning, validation = (b"".join(parts[p]) for p in ("train", "tuning", "validation"))
     if not train or not validation:
         raise ValueError(f"files must include training and validation files present under {root}; missing: {missing}")
+    starts = tuple(int(v) for v in np.cumsum([0] + [len(b) for b in parts["validation"][:-1]]))
     return Corpus(
-        train=_bytes_tensor(train), validation=_bytes_tensor(validation), sha256=sha256(train + validation),
+        train=_bytes_tensor(train), validation=_bytes_tensor(validation), sha256=sha256(train + tuning + validation),
         python_version=platform.python_version(), files=tuple(found), missing=tuple(missing),
+        tuning=_bytes_tensor(tuning), validation_starts=starts,
     )
 
 
-def sha256(data) -> str:
+@contract
+def sha256(data: Annotated[bytes, InstanceOf((bytes, bytearray, torch.Tensor), "bytes or a uint8 tensor",
+                                             error=ValueError)]) -> str:
     """Hex SHA-256 of ``bytes`` or of a uint8 tensor's bytes."""
     if isinstance(data, torch.Tensor):
         data = data.to(torch.uint8).cpu().numpy().tobytes()
-    if not isinstance(data, bytes | bytearray):
-        raise ValueError(f"data must be bytes or a uint8 tensor, got {type(data).__name__}")
     return hashlib.sha256(data).hexdigest()
 
 
-def text_batch(data: torch.Tensor, batch_size: int, length: int, generator: torch.Generator):
+@contract(_stream_holds)
+def text_batch(data: TokenStream, batch_size: Count, length: Count,
+               generator: Annotated[torch.Generator, InstanceOf(torch.Generator, "a torch.Generator",
+                                                                error=ValueError)]):
     r"""Random windows of the byte stream ``data`` for next-token training.
 
     Draws ``batch_size`` start offsets uniformly with ``generator`` and returns
     ``(x, y)``, both ``(batch_size, length)`` int64: ``x`` the window and ``y`` the
     window moved on by one byte, so the target of ``x[:, t]`` is ``y[:, t]``.
     """
-    data = _stream("data", data)
-    batch_size = _checks.positive_int("batch_size", batch_size)
-    length = _checks.positive_int("length", length)
-    if data.numel() < length + 2:
-        raise ValueError(f"length must be below the size of data ({data.numel()} tokens), got {length}")
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     start = torch.randint(0, data.numel() - length - 1, (batch_size,), generator=generator)
     window = data[start[:, None] + torch.arange(length + 1)].long()
     return window[:, :-1], window[:, 1:]
 
 
-def text_windows(data: torch.Tensor, length: int, n_windows: int | None = None) -> torch.Tensor:
+@contract(_one_window_fits)
+def text_windows(data: TokenStream, length: Count, n_windows: Count | None = None) -> torch.Tensor:
     r"""Consecutive non-overlapping windows of ``length + 1`` bytes from the start of ``data``.
 
     The windows used for perplexity: a model reads ``w[:, :length]`` and is scored on
     ``w[:, 1:]``. ``n_windows`` (default: as many as fit) is capped at what fits.
     Returns ``(n_windows, length + 1)`` int64.
     """
-    data = _stream("data", data)
-    length = _checks.positive_int("length", length)
     fit = (data.numel() - 1) // length
-    if fit < 1:
-        raise ValueError(f"length must be below the size of data ({data.numel()} tokens), got {length}")
-    n = fit if n_windows is None else min(_checks.positive_int("n_windows", n_windows), fit)
+    n = fit if n_windows is None else min(n_windows, fit)
     start = torch.arange(n) * length
     return data[start[:, None] + torch.arange(length + 1)].long()
 
@@ -207,7 +313,11 @@ class Task:
     ``tokens``: ``(batch, n)`` int64 byte tokens; ``answer_positions`` and
     ``answers``: ``(batch, a)`` int64, with ``tokens[b, answer_positions[b]] ==
     answers[b]``; ``depth``: ``(batch,)`` float64 relative depth of the queried
-    needle (``nan`` where it does not apply); ``name``: the generator's name.
+    needle (``nan`` where it does not apply); ``name``: the generator's name;
+    ``needle_start``: ``(batch,)`` int64 position of the queried needle's first
+    token (``-1`` where it does not apply); ``slot``: ``(batch,)`` int64, the
+    queried slot of :func:`multi_key_retrieval` (``-1`` elsewhere);
+    ``needle_length``: the queried needle's number of tokens (0 where it does not apply).
     """
 
     tokens: torch.Tensor
@@ -215,14 +325,18 @@ class Task:
     answers: torch.Tensor
     depth: torch.Tensor
     name: str
+    needle_start: torch.Tensor | None = None
+    slot: torch.Tensor | None = None
+    needle_length: int = 0
 
     def text(self, row: int = 0) -> str:
         """Example ``row`` decoded to a string (for reading)."""
         return decode(self.tokens[row])
 
 
-def retrieval(n_examples: int, length: int, depth=None, seed: int = 0, n_needles: int = 1,
-              key_len: int = 2, value_len: int = 2) -> Task:
+@contract(_depth_per_example, _distinct_keys, _retrieval_fits)
+def retrieval(n_examples: Count, length: Count, depth: Reals | None = None, seed: TaskSeed = 0,
+              n_needles: Count = 1, key_len: Width = 2, value_len: Width = 2) -> Task:
     r"""Needle-in-a-haystack key-value retrieval (Hsieh et al. 2024; Liu et al. 2024).
 
     Each example is ``length`` tokens: a haystack of random :data:`FILLER` bytes
@@ -234,21 +348,16 @@ def retrieval(n_examples: int, length: int, depth=None, seed: int = 0, n_needles
     ``depth`` in ``[0, 1]`` places the queried needle: its first token is at
     position :math:`\operatorname{round}(\text{depth}\,(C - m))`, where :math:`C`
     is the length before the query and :math:`m` the needle's length, so depth 0 is
-    the very start and depth 1 ends right before the query. ``None`` draws a depth
-    uniformly per example. The other needles go at random places that do not
-    overlap it.
+    the very start and depth 1 ends right before the query. ``depth`` is one number,
+    one per example, or ``None`` for a uniform draw per example. The other needles
+    go at random places that do not overlap it: with the queried needle's depth
+    fixed, which needle is nearest the query then depends on the depth, so a rule
+    that ignores the keys does better at some depths than others (chapter 7's
+    starred exercise); :func:`multi_key_retrieval` removes that dependence.
     """
-    n_examples, length, seed = _common(n_examples, length, seed)
-    n_needles = _checks.positive_int("n_needles", n_needles)
-    key_len = _checks.positive_int("key_len", key_len)
-    value_len = _checks.positive_int("value_len", value_len)
-    if n_needles > len(KEY_ALPHABET) ** key_len:
-        raise ValueError(f"n_needles must be at most {len(KEY_ALPHABET) ** key_len} (distinct keys), got {n_needles}")
     rng = np.random.default_rng(seed)
     m = 2 + key_len + value_len
     context = length - (2 + key_len + value_len)
-    # one needle's length of slack per extra needle keeps the distractors placeable around any depth
-    _fits("length", length, (n_needles + (n_needles > 1)) * m + 2 + key_len + value_len)
     depths = _depths(depth, n_examples, rng)
     tokens = rng.choice(np.frombuffer(FILLER, np.uint8), size=(n_examples, length)).astype(np.int64)
     keys = _distinct_words(rng, n_examples, n_needles, key_len, KEY_ALPHABET)
@@ -259,48 +368,101 @@ def retrieval(n_examples: int, length: int, depth=None, seed: int = 0, n_needles
         starts = _place_around(rng, context, m, n_needles - 1, target[b])
         _write(tokens[b], np.concatenate([[target[b]], starts]), needles[b])
     tokens[:, context:] = _query(keys[:, 0], values[:, 0])
-    return _task(tokens, value_len, values[:, 0], depths, "multi_key_retrieval" if n_needles > 1 else "retrieval")
+    return _task(tokens, value_len, values[:, 0], depths, "multi_key_retrieval" if n_needles > 1 else "retrieval",
+                 target, m)
 
 
-def multi_key_retrieval(n_examples: int, length: int, depth=None, seed: int = 0, n_needles: int = 4,
-                        key_len: int = 2, value_len: int = 2) -> Task:
-    """:func:`retrieval` with ``n_needles`` (default 4) needles of distinct keys; one is queried.
+@contract(_distinct_keys, _slots_fit)
+def multi_key_retrieval(n_examples: Count, length: Count, seed: TaskSeed = 0,
+                        n_needles: Annotated[int, Integer(2, why="multi-key retrieval needs two needles")] = 4,
+                        key_len: Width = 2, value_len: Width = 2) -> Task:
+    r"""RULER's multi-key needle-in-a-haystack (Hsieh et al. 2024), with fixed slots.
 
-    RULER's multi-key needle-in-a-haystack (Hsieh et al. 2024): the model must match
-    the key, not just find a needle.
+    The context before the query is cut into ``n_needles`` equal slots; slot ``j``
+    holds one needle ``@<key_j>=<value_j>`` at a uniformly drawn place inside it,
+    the keys distinct. The queried slot is drawn uniformly and independently of
+    everything else, so the model must match the query's key to find its needle.
+
+    A *copier*, a rule that answers with the value of one needle chosen without
+    reading the keys (the first, the nearest to the query, a random one), is right
+    exactly when its choice is the queried slot: with probability ``1/k`` over the
+    queried slot, whatever the rule (chapter 7's starred exercise, part 3). Given
+    the queried slot, of course, a positional rule is right on one slot and wrong
+    on the others, which is why the lab reports the copiers' accuracy slot by slot
+    too (:func:`companion.lab.evals.copier_accuracy`). ``depth`` of the task is the
+    queried needle's depth, ``slot`` its slot.
     """
-    if isinstance(n_needles, int) and not isinstance(n_needles, bool) and n_needles < 2:
-        raise ValueError(f"n_needles must be an integer >= 2 for multi-key retrieval, got {n_needles}")
-    return retrieval(n_examples, length, depth, seed, n_needles, key_len, value_len)
+    m = 2 + key_len + value_len
+    context = length - m
+    rng = np.random.default_rng(seed)
+    tokens = rng.choice(np.frombuffer(FILLER, np.uint8), size=(n_examples, length)).astype(np.int64)
+    keys = _distinct_words(rng, n_examples, n_needles, key_len, KEY_ALPHABET)            # (B, k, key_len)
+    values = _words(rng, (n_examples, n_needles), value_len, VALUE_ALPHABET)             # (B, k, value_len)
+    needles = np.concatenate([_col(_NEEDLE, keys), keys, _col(_EQUALS, keys), values], axis=-1)  # (B, k, m)
+    edges = (np.arange(n_needles + 1) * context) // n_needles                             # slot j: [edges[j], edges[j+1])
+    starts = edges[:-1] + rng.integers(0, edges[1:] - edges[:-1] - m + 1, size=(n_examples, n_needles))
+    for b in range(n_examples):
+        _write(tokens[b], starts[b], needles[b])
+    slot = rng.integers(0, n_needles, size=n_examples)
+    rows = np.arange(n_examples)
+    tokens[:, context:] = _query(keys[rows, slot], values[rows, slot])
+    start = starts[rows, slot]
+    task = _task(tokens, value_len, values[rows, slot], start / max(context - m, 1), "multi_key_retrieval", start, m)
+    return Task(**{**task.__dict__, "slot": torch.from_numpy(slot.astype(np.int64))})
 
 
-def variable_tracking(n_examples: int, length: int, hops: int = 2, n_chains: int = 1, seed: int = 0,
-                      key_len: int = 2, value_len: int = 2) -> Task:
+@contract(_depth_per_example, _needle_and_query_fit)
+def no_literal_match_retrieval(n_examples: Count, length: Count, depth: Reals | None = None, seed: TaskSeed = 0,
+                               key_len: Width = 2, value_len: Width = 2) -> Task:
+    r"""One needle, and a query whose key occurs nowhere in the input (after NoLiMa).
+
+    :func:`retrieval` with one needle ``@<key>=<value>``, except that the query is
+    ``?<other key>=`` with a key none of whose letters is in the needle's key: the
+    question and the needle share no letter, only the separator ``=``. In NoLiMa (Modarressi et al.
+    2025) a question reaches its needle through a latent association instead of a
+    repeated word; here there is no association to learn, so the probe asks the
+    narrower question whether a model's lookup *needs* the literal key. The answer
+    is the needle's value: a model that copies what follows the only ``@`` is right
+    every time (copy level 1), a model that looks for the query's key finds nothing.
+    """
+    rng = np.random.default_rng(seed)
+    m = 2 + key_len + value_len
+    context = length - m
+    depths = _depths(depth, n_examples, rng)
+    tokens = rng.choice(np.frombuffer(FILLER, np.uint8), size=(n_examples, length)).astype(np.int64)
+    key = _words(rng, (n_examples,), key_len, KEY_ALPHABET)                                # (B, key_len)
+    values = _words(rng, (n_examples,), value_len, VALUE_ALPHABET)                         # (B, value_len)
+    alphabet = np.frombuffer(KEY_ALPHABET, np.uint8).astype(np.int64)
+    # the query's key: letters none of which is in the needle's key
+    other = np.stack([rng.choice(np.setdiff1d(alphabet, row), size=key_len) for row in key])
+    start = np.rint(depths * (context - m)).astype(np.int64)
+    needle = np.concatenate([_col(_NEEDLE, key), key, _col(_EQUALS, key), values], axis=-1)   # (B, m)
+    for b in range(n_examples):
+        _write(tokens[b], start[b:b + 1], needle[b:b + 1])
+    tokens[:, context:] = _query(other, values)
+    return _task(tokens, value_len, values, depths, "no_literal_match_retrieval", start, m)
+
+
+@contract(_distinct_names, _chains_fit)
+def variable_tracking(n_examples: Count, length: Count, hops: Count = 2, n_chains: Count = 1, seed: TaskSeed = 0,
+                      key_len: Width = 2, value_len: Width = 2) -> Task:
     r"""Variable tracking (Hsieh et al. 2024): follow a chain of assignments.
 
     Each chain is ``@X0=<value>``, then ``@X1=X0``, ..., ``@Xh=X(h-1)`` (``hops``
     copies), placed in this order at random places in a :data:`FILLER` haystack;
     ``n_chains`` chains with distinct names are interleaved. The query ``?Xh=`` asks
     for the last variable of chain 0, and the answer is chain 0's value. ``depth``
-    of the returned :class:`Task` is that of chain 0's first statement. Names are
-    ``key_len`` uppercase letters, values ``value_len`` digits.
+    and ``needle_start`` of the returned :class:`Task` are those of chain 0's first
+    statement. Names are ``key_len`` uppercase letters, values ``value_len`` digits.
     """
-    n_examples, length, seed = _common(n_examples, length, seed)
-    hops = _checks.positive_int("hops", hops)
-    n_chains = _checks.positive_int("n_chains", n_chains)
-    key_len = _checks.positive_int("key_len", key_len)
-    value_len = _checks.positive_int("value_len", value_len)
     n_names = n_chains * (hops + 1)
-    if n_names > len(KEY_ALPHABET) ** key_len:
-        raise ValueError(f"n_chains * (hops + 1) must be at most {len(KEY_ALPHABET) ** key_len} names, got {n_names}")
     rng = np.random.default_rng(seed)
     width = 2 + key_len + max(key_len, value_len)
     context = length - (2 + key_len + value_len)
-    _fits("length", length, n_names * width + 2 + key_len + value_len)
     tokens = rng.choice(np.frombuffer(FILLER, np.uint8), size=(n_examples, length)).astype(np.int64)
     names = _distinct_words(rng, n_examples, n_names, key_len, KEY_ALPHABET).reshape(n_examples, n_chains, hops + 1, key_len)
     values = _words(rng, (n_examples, n_chains), value_len, VALUE_ALPHABET)
-    depths = np.empty(n_examples)
+    first = np.empty(n_examples, np.int64)
     for b in range(n_examples):
         order = rng.permutation(np.repeat(np.arange(n_chains), hops + 1))  # chain of each slot
         step = np.zeros(order.size, np.int64)
@@ -309,20 +471,19 @@ def variable_tracking(n_examples: int, length: int, hops: int = 2, n_chains: int
         for c, t, s in zip(order, step, starts):
             rhs = values[b, c] if t == 0 else names[b, c, t - 1]
             tokens[b, s:s + 2 + key_len + rhs.size] = np.concatenate([[_NEEDLE], names[b, c, t], [_EQUALS], rhs])
-        depths[b] = starts[(order == 0) & (step == 0)][0] / max(context - width, 1)
+        first[b] = starts[(order == 0) & (step == 0)][0]
     tokens[:, context:] = _query(names[:, 0, hops], values[:, 0])
-    return _task(tokens, value_len, values[:, 0], depths, "variable_tracking")
+    return _task(tokens, value_len, values[:, 0], first / max(context - width, 1), "variable_tracking", first)
 
 
-def copying(n_examples: int, length: int, seed: int = 0) -> Task:
+@contract(_copy_fits)
+def copying(n_examples: Count, length: Count, seed: TaskSeed = 0) -> Task:
     r"""Copying: ``c`` random lowercase letters, a bar ``|``, the same ``c`` letters again.
 
     ``c = (length - 1) // 2``; when ``length`` is even the example starts with one
     ``^``. The answers are the second copy (the last ``c`` positions); the first
     copy sits at a distance of ``c + 1`` from each answer.
     """
-    n_examples, length, seed = _common(n_examples, length, seed)
-    _fits("length", length, 3)
     rng = np.random.default_rng(seed)
     c = (length - 1) // 2
     content = rng.choice(np.frombuffer(FILLER[:-1], np.uint8), size=(n_examples, c)).astype(np.int64)
@@ -331,33 +492,30 @@ def copying(n_examples: int, length: int, seed: int = 0) -> Task:
     return _task(tokens, c, content, np.full(n_examples, np.nan), "copying")
 
 
-def task_batch(task: Task):
+@contract
+def task_batch(task: Annotated[Task, InstanceOf(Task, "a companion.lab.data.Task", error=ValueError)]):
     r"""Training pair ``(x, y)`` for a task: ``x = tokens[:, :-1]`` and targets only at the answers.
 
     ``y`` is ``(batch, n - 1)`` int64, ``-100`` (ignored by
     ``torch.nn.functional.cross_entropy``) everywhere except ``y[b, p - 1] =
     tokens[b, p]`` for each answer position ``p``: the loss is on the answers alone.
     """
-    if not isinstance(task, Task):
-        raise ValueError(f"task must be a companion.lab.data.Task, got {type(task).__name__}")
     x = task.tokens[:, :-1]
     y = torch.full_like(x, -100)
     y.scatter_(1, task.answer_positions - 1, task.answers)
     return x, y
 
 
-def encode(text: str) -> torch.Tensor:
+@contract
+def encode(text: Label) -> torch.Tensor:
     """The UTF-8 bytes of ``text`` as an int64 tensor ``(n,)``."""
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a str, got {type(text).__name__}")
     return torch.tensor(list(text.encode("utf-8")), dtype=torch.long)
 
 
-def decode(tokens) -> str:
+@contract(_bytes)
+def decode(tokens: Annotated[np.ndarray, WholeNumbers(floats=False, what="integers in 0..255")]) -> str:
     """Byte tokens (any 1-D integer sequence in 0..255) back to text; invalid UTF-8 becomes U+FFFD."""
     t = torch.as_tensor(tokens)
-    if t.ndim != 1 or t.is_floating_point() or (t.numel() and (int(t.min()) < 0 or int(t.max()) > 255)):
-        raise ValueError("tokens must be a 1-D sequence of integers in 0..255")
     return bytes(t.tolist()).decode("utf-8", errors="replace")
 
 
@@ -366,36 +524,14 @@ def decode(tokens) -> str:
 # ---------------------------------------------------------------------------
 
 def _bytes_tensor(b: bytes) -> torch.Tensor:
-    return torch.frombuffer(bytearray(b), dtype=torch.uint8)
-
-
-def _stream(name: str, data) -> torch.Tensor:
-    if not isinstance(data, torch.Tensor) or data.ndim != 1 or data.is_floating_point():
-        raise ValueError(f"{name} must be a 1-D integer tensor of tokens")
-    return data
-
-
-def _common(n_examples, length, seed):
-    n_examples = _checks.positive_int("n_examples", n_examples)
-    length = _checks.positive_int("length", length)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    return n_examples, length, int(seed)
-
-
-def _fits(name: str, value: int, minimum: int) -> None:
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum} to hold every needle and the query, got {value}")
+    return torch.frombuffer(bytearray(b), dtype=torch.uint8) if b else torch.zeros(0, dtype=torch.uint8)
 
 
 def _depths(depth, n: int, rng) -> np.ndarray:
     """One depth per example: uniform draws for ``None``, else ``depth`` broadcast to ``(n,)``."""
     if depth is None:
         return rng.random(n)
-    d = _checks.array("depth", depth)
-    if not (d.ndim == 0 or d.shape == (n,)) or np.any((d < 0) | (d > 1)):
-        raise ValueError(f"depth must be one number in [0, 1] or {n} of them (one per example), got {depth!r}")
-    return np.broadcast_to(d, (n,)).astype(np.float64).copy()
+    return np.broadcast_to(depth, (n,)).astype(np.float64).copy()
 
 
 def _query(key: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -448,13 +584,18 @@ def _place_around(rng, context: int, m: int, k: int, fixed: int) -> np.ndarray:
     return np.concatenate([before, after]).astype(np.int64)
 
 
-def _task(tokens: np.ndarray, n_answer: int, answers: np.ndarray, depths: np.ndarray, name: str) -> Task:
+def _task(tokens: np.ndarray, n_answer: int, answers: np.ndarray, depths: np.ndarray, name: str,
+          needle_start=None, needle_length: int = 0) -> Task:
     n, length = tokens.shape
     positions = np.broadcast_to(np.arange(length - n_answer, length), (n, n_answer))
+    start = np.full(n, -1, np.int64) if needle_start is None else np.asarray(needle_start, np.int64)
     return Task(
         tokens=torch.from_numpy(np.ascontiguousarray(tokens)),
         answer_positions=torch.from_numpy(positions.copy()),
         answers=torch.from_numpy(np.ascontiguousarray(answers)),
         depth=torch.from_numpy(np.asarray(depths, np.float64)),
         name=name,
+        needle_start=torch.from_numpy(start.copy()),
+        slot=torch.full((n,), -1, dtype=torch.int64),
+        needle_length=needle_length,
     )

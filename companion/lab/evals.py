@@ -33,30 +33,56 @@ non-overlapping windows, every position counted, as in the "nonoverlapping"
 evaluation of Press, Smith & Lewis (2022). 1 for a model that is always sure and
 right, ``vocab`` for the uniform guess.
 
-**Retrieval accuracy** (:func:`answer_accuracy`, :func:`accuracy_grid`): the share
-of examples whose every answer token is the model's top prediction (teacher
-forcing: the second answer token is predicted after the true first one), by needle
-depth and total length, as in RULER (Hsieh et al. 2024) and Lost in the Middle
-(Liu et al. 2024).
+Each scored token belongs to the file it comes from, and each window position to a
+block of positions (``blocks``), so the results can be summed by file (the clusters
+of :func:`companion.lab.stats.cluster_bootstrap`) and by position (the late
+positions of chapter 7's definition of breaking, or positions ``L/2 .. L-1`` as an
+in-range reference with comparable context).
+
+**Retrieval accuracy** (:func:`answer_accuracy`, :func:`accuracy_grid`,
+:func:`depth_bin_grid`): the share of examples whose every answer token is the
+model's top prediction (teacher forcing: the second answer token is predicted after
+the true first one), by needle depth and total length, as in RULER (Hsieh et al.
+2024) and Lost in the Middle (Liu et al. 2024). :func:`copier_accuracy` scores the
+rules that answer without reading the keys on the same examples: the level a model
+must beat to show that it matches keys.
 """
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Annotated, Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import _checks
+from .._contracts import (Array, Count, Edges, Function, InstanceOf, Integer, Level, NonNegative, OneOf,
+                          PositiveCounts, TokenTensor, TorchModule, contract)
 from . import data
 
 __all__ = ["as_model_fn", "perplexity", "perplexity_by_length", "bootstrap_interval", "answer_correct",
-           "answer_accuracy", "accuracy_grid", "attention_beyond"]
+           "answer_accuracy", "accuracy_grid", "depth_bin_grid", "straddles", "copier_accuracy", "COPIERS",
+           "attention_beyond", "pair_norms"]
+
+#: A model, or any function ``tokens (batch, n) -> logits (batch, n, vocab)``.
+ModelFn = Annotated[Callable, Function("callable: tokens (batch, n) -> logits (batch, n, vocab)")]
+#: Windows of ``n + 1`` tokens: read ``n``, score the next ``n``.
+Windows = Annotated[torch.Tensor, TokenTensor(2, "(N, n + 1)", min_last=2, why="n >= 1")]
+#: The lengths to evaluate at: one integer >= 1, or a list of them.
+Lengths = Annotated[list, PositiveCounts(single=True)]
+#: A task of :mod:`companion.lab.data`.
+Task = Annotated[data.Task, InstanceOf(data.Task, "a companion.lab.data.Task", error=ValueError)]
+#: A seed of ``numpy.random.default_rng``.
+Seed = Annotated[int, Integer(0)]
+#: A task generator of :mod:`companion.lab.data`.
+TaskMaker = Annotated[Callable, Function("a task generator such as companion.lab.data.retrieval")]
+#: The rules that answer a retrieval question without reading any key.
+COPIERS = ("first", "last", "random")
 
 
-def as_model_fn(model) -> Callable[[torch.Tensor], torch.Tensor]:
+@contract
+def as_model_fn(model: ModelFn) -> Callable[[torch.Tensor], torch.Tensor]:
     """Wrap ``model`` as a function ``tokens -> logits`` (eval mode, no gradients, its device).
 
     A ``torch.nn.Module`` gets ``eval()``, ``torch.no_grad()`` and its input moved to
@@ -64,8 +90,6 @@ def as_model_fn(model) -> Callable[[torch.Tensor], torch.Tensor]:
     called as it is, under ``torch.no_grad()``. ``ValueError`` if ``model`` is not
     callable.
     """
-    if not callable(model):
-        raise ValueError(f"model must be callable: tokens (batch, n) -> logits (batch, n, vocab), got {type(model).__name__}")
     if isinstance(model, nn.Module):
         model.eval()
         param = next(model.parameters(), None)
@@ -80,17 +104,21 @@ def as_model_fn(model) -> Callable[[torch.Tensor], torch.Tensor]:
     return fn
 
 
-def perplexity(model, windows: torch.Tensor, batch_size: int = 16) -> float:
+@contract
+def perplexity(model: ModelFn, windows: Windows, batch_size: Count = 16) -> float:
     r"""Perplexity of ``model`` on ``windows`` ``(N, n + 1)``: read ``n`` tokens, score the next ``n``.
 
     Log-probabilities are taken in float64. Returns a float >= 1.
     """
-    return math.exp(_mean_nll(as_model_fn(model), _windows(windows), _checks.positive_int("batch_size", batch_size)))
+    return math.exp(_mean_nll(as_model_fn(model), windows.long(), batch_size))
 
 
-def perplexity_by_length(model, stream: torch.Tensor, lengths, tokens_per_length: int | None = None,
-                         batch_tokens: int = 8192, past: int | None = None, n_bootstrap: int = 0,
-                         seed: int = 0) -> list[dict]:
+@contract
+def perplexity_by_length(model: ModelFn, stream: data.TokenStream, lengths: Lengths,
+                         tokens_per_length: Count | None = None, batch_tokens: Count = 8192, past: Count | None = None,
+                         n_bootstrap: NonNegative = 0, seed: Seed = 0,
+                         file_starts: Annotated[np.ndarray, Edges("offsets")] | None = None,
+                         blocks: Annotated[np.ndarray, Edges("position edges", least=2)] | None = None) -> list[dict]:
     r"""Perplexity at each length of ``lengths``, on the same text, with a bootstrap interval.
 
     For length ``n`` the stream is cut into consecutive non-overlapping windows of
@@ -105,23 +133,28 @@ def perplexity_by_length(model, stream: torch.Tensor, lengths, tokens_per_length
     ``L`` never made in training, so an average over whole windows cannot dilute
     them with in-range positions.
 
+    ``file_starts`` (the offsets at which the files of ``stream`` start, e.g.
+    ``Corpus.validation_starts``) and ``blocks`` (increasing
+    position edges, e.g. ``[0, 32, 64, 128]``) add ``nll_by_file`` and
+    ``tokens_by_file``: for each file (the file of the predicted token) and each block
+    of window positions ``[blocks[j], blocks[j + 1])``, the summed negative
+    log-likelihood and the number of tokens. With ``file_starts``, the interval
+    resamples files (a cluster bootstrap, :func:`companion.lab.stats.cluster_bootstrap`).
+
     ``n_bootstrap > 0`` adds ``interval``, the 2.5 % and 97.5 % quantiles of the
-    perplexity over ``n_bootstrap`` resamples of the windows with replacement (a
-    block bootstrap whose blocks are the windows; Efron & Tibshirani 1993), drawn
-    with ``numpy.random.default_rng(seed)``.
+    perplexity over ``n_bootstrap`` resamples, drawn with
+    ``numpy.random.default_rng(seed)``: of the files when ``file_starts`` is given,
+    else of the windows (Efron & Tibshirani 1993).
 
     Returns one dict per length: ``length``, ``perplexity`` (``None`` if not
     defined), ``perplexity_past``, ``interval``, ``defined``, ``error`` (the
-    ``IndexError`` message, or ``None``), ``n_windows``, ``n_tokens`` (tokens scored).
+    ``IndexError`` message, or ``None``), ``n_windows``, ``n_tokens`` (tokens scored),
+    and ``nll_by_file``, ``tokens_by_file`` when asked.
     """
+    from . import stats
+
     fn = as_model_fn(model)
-    lengths = _lengths(lengths)
-    if tokens_per_length is not None:
-        tokens_per_length = _checks.positive_int("tokens_per_length", tokens_per_length)
-    batch_tokens = _checks.positive_int("batch_tokens", batch_tokens)
-    past = None if past is None else _checks.positive_int("past", past)
-    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
-        raise ValueError(f"n_bootstrap must be an integer >= 0, got {n_bootstrap!r}")
+    starts, edges = file_starts, blocks
     results = []
     for n in lengths:
         windows = data.text_windows(stream, n, None if tokens_per_length is None else max(1, tokens_per_length // n))
@@ -136,14 +169,20 @@ def perplexity_by_length(model, stream: torch.Tensor, lengths, tokens_per_length
         row.update(perplexity=math.exp(float(nll.mean())), defined=True, error=None)
         if past is not None and n > past:
             row["perplexity_past"] = math.exp(float(nll[:, past:].mean()))
-        if n_bootstrap:
+        if starts is not None:
+            by_file, count = _sums_by_file_and_block(nll, starts, edges)      # (files, blocks) each
+            row["nll_by_file"], row["tokens_by_file"] = by_file.tolist(), count.tolist()
+            if n_bootstrap:
+                row["interval"] = stats.cluster_bootstrap(by_file.sum(axis=1), count.sum(axis=1), n_bootstrap, seed)
+        elif n_bootstrap:
             row["interval"] = bootstrap_interval(nll.sum(axis=1), n, n_bootstrap, seed)
         results.append(row)
     return results
 
 
-def bootstrap_interval(window_nll, tokens_per_window: int, n_resamples: int = 1000, seed: int = 0,
-                       level: float = 0.95) -> list[float]:
+@contract
+def bootstrap_interval(window_nll: Annotated[np.ndarray, Array(ndim=1, nonempty=True)], tokens_per_window: Count,
+                       n_resamples: Count = 1000, seed: Seed = 0, level: Level = 0.95) -> list[float]:
     r"""Percentile bootstrap interval of the perplexity from per-window summed log-losses.
 
     ``window_nll[w]`` is the summed negative log-likelihood of window ``w`` (of
@@ -151,13 +190,7 @@ def bootstrap_interval(window_nll, tokens_per_window: int, n_resamples: int = 10
     there are, with replacement, and takes :math:`\exp(\sum_w \ell_w / (N n))`;
     the interval is the ``(1 - level)/2`` and ``(1 + level)/2`` quantiles.
     """
-    nll = _checks.array("window_nll", window_nll)
-    if nll.ndim != 1 or nll.size == 0:
-        raise ValueError(f"window_nll must be a non-empty 1-D array of summed losses, got shape {nll.shape}")
-    tokens_per_window = _checks.positive_int("tokens_per_window", tokens_per_window)
-    n_resamples = _checks.positive_int("n_resamples", n_resamples)
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    nll = window_nll
     rng = np.random.default_rng(seed)
     index = rng.integers(0, nll.size, size=(n_resamples, nll.size))
     ppl = np.exp(nll[index].sum(axis=1) / (nll.size * tokens_per_window))
@@ -165,15 +198,13 @@ def bootstrap_interval(window_nll, tokens_per_window: int, n_resamples: int = 10
     return [float(low), float(high)]
 
 
-def answer_correct(model, task: data.Task, batch_size: int = 32) -> torch.Tensor:
+@contract
+def answer_correct(model: ModelFn, task: Task, batch_size: Count = 32) -> torch.Tensor:
     """Per example of ``task``: ``True`` where every answer token is the model's top prediction.
 
     The rule of :func:`answer_accuracy`; returns a boolean tensor ``(batch,)``.
     """
-    if not isinstance(task, data.Task):
-        raise ValueError(f"task must be a companion.lab.data.Task, got {type(task).__name__}")
     fn = as_model_fn(model)
-    batch_size = _checks.positive_int("batch_size", batch_size)
     correct = []
     for start in range(0, task.tokens.shape[0], batch_size):
         part = slice(start, start + batch_size)
@@ -195,28 +226,24 @@ def answer_accuracy(model, task: data.Task, batch_size: int = 32) -> dict:
     return {"accuracy": float(right.float().mean()), "n_examples": int(right.shape[0])}
 
 
-def accuracy_grid(model, lengths, depths, n_examples: int = 100, seed: int = 0,
-                  make_task: Callable = data.retrieval, batch_size: int = 32, **options) -> list[dict]:
+@contract
+def accuracy_grid(model: ModelFn, lengths: Lengths,
+                  depths: Annotated[np.ndarray, Array(ndim=1, nonempty=True, nonnegative=True, at_most=1.0,
+                                                      why="relative depths")],
+                  n_examples: Count = 100, seed: Seed = 0, make_task: TaskMaker = data.retrieval,
+                  batch_size: Count = 32, **options) -> list[dict]:
     r"""Retrieval accuracy for every (length, depth) pair: RULER's grid in miniature.
 
     For each ``length`` ``n`` (the number of tokens the model reads) and each
     ``depth`` in ``[0, 1]``, ``make_task(n_examples, n + 1, depth=depth, seed=...,
-    **options)`` builds the examples (default :func:`companion.lab.data.retrieval`;
-    :func:`companion.lab.data.multi_key_retrieval` works the same) and
-    :func:`answer_accuracy` scores them. The seed depends on ``seed`` and the length
+    **options)`` builds the examples (default :func:`companion.lab.data.retrieval`,
+    whose ``n_needles`` adds distractors) and :func:`answer_accuracy` scores them. The seed depends on ``seed`` and the length
     only, so every depth of a length shares its haystacks and keys. Returns one dict
     per pair: ``length``, ``depth``, ``accuracy`` (``None``
     when the length is not defined for the model), ``defined``, ``error``,
     ``n_examples``.
     """
     fn = as_model_fn(model)
-    lengths = _lengths(lengths)
-    depths = _checks.array("depths", depths)
-    if depths.ndim != 1 or depths.size == 0 or np.any((depths < 0) | (depths > 1)):
-        raise ValueError(f"depths must be a non-empty 1-D list of numbers in [0, 1], got {depths.tolist()}")
-    n_examples = _checks.positive_int("n_examples", n_examples)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
     rows = []
     for n in lengths:
         for depth in depths.tolist():
@@ -230,7 +257,96 @@ def accuracy_grid(model, lengths, depths, n_examples: int = 100, seed: int = 0,
     return rows
 
 
-def attention_beyond(model, task: data.Task, distance: int) -> list[float]:
+@contract
+def depth_bin_grid(model: ModelFn, lengths: Lengths, n_bins: Count, n_examples: Count, seed: Seed = 0,
+                   make_task: TaskMaker = data.retrieval, chunks: Annotated[list, PositiveCounts(empty=True)] = (),
+                   batch_size: Count = 32, **options) -> list[dict]:
+    r"""Retrieval accuracy by length and depth *bin*, the needle jittered inside each bin.
+
+    For each ``length`` ``n`` and each of ``n_bins`` equal bins :math:`[j/B, (j+1)/B)`
+    of depth, ``make_task(n_examples, n + 1, depth=d, seed=...)`` builds examples
+    whose depths ``d`` are drawn uniformly inside the bin, so the needle's start
+    moves token by token instead of sitting on a few fixed positions (a fixed grid
+    can put every needle of a depth across the same chunk boundary). Every cell
+    has its own seed, so cells share no haystack.
+
+    ``chunks``: chunk sizes ``C`` for which the examples are split into needles
+    that straddle a multiple of ``C`` and needles that do not (:func:`straddles`).
+    Returns one dict per (length, bin): ``length``, ``bin`` (its edges),
+    ``correct``, ``n_examples``, ``accuracy`` (``None`` when the length is not
+    defined for the model), ``defined``, ``error``, and ``straddle``:
+    ``{C: [correct straddling, straddling, correct clear, clear]}``.
+    """
+    fn = as_model_fn(model)
+    rows = []
+    for n in lengths:
+        for j in range(n_bins):
+            rng = np.random.default_rng([seed, n, j])
+            depth = (j + rng.random(n_examples)) / n_bins
+            task = make_task(n_examples, n + 1, depth=depth, seed=seed * 100_003 + n * 101 + j, **options)
+            row = {"length": n, "bin": [j / n_bins, (j + 1) / n_bins], "n_examples": n_examples}
+            try:
+                right = answer_correct(fn, task, batch_size).numpy()
+            except IndexError as err:
+                row.update(correct=None, accuracy=None, defined=False, error=str(err), straddle=None)
+                rows.append(row)
+                continue
+            split = {}
+            for c in chunks:
+                across = straddles(task.needle_start.numpy(), task.needle_length, c)
+                split[c] = [int(right[across].sum()), int(across.sum()), int(right[~across].sum()), int((~across).sum())]
+            row.update(correct=int(right.sum()), accuracy=float(right.mean()), defined=True, error=None, straddle=split)
+            rows.append(row)
+    return rows
+
+
+def straddles(starts, m: int, chunk: int) -> np.ndarray:
+    r"""Whether a needle of ``m`` tokens starting at ``starts`` crosses a multiple of ``chunk``.
+
+    True when :math:`\lfloor s / C\rfloor \ne \lfloor (s + m - 1)/C \rfloor`: the
+    needle's first and last tokens fall in different chunks, so a layer that
+    attends only within chunks (iRoPE's RoPE layers) never sees it whole.
+    """
+    s = np.asarray(starts, dtype=np.int64)
+    return (s // chunk) != ((s + m - 1) // chunk)
+
+
+
+@contract
+def copier_accuracy(task: Task, rule: Annotated[str, OneOf(*COPIERS)], seed: Seed = 0) -> np.ndarray:
+    r"""Per example, whether a key-blind *copier* answers ``task`` correctly (boolean ``(batch,)``).
+
+    The copier finds every ``@`` whose statement ends in a value (``@XY=37``, not
+    ``@XY=AB``) before the query, and answers with the value of one of them chosen by
+    ``rule``: ``"first"`` (the earliest), ``"last"`` (the nearest to the query) or
+    ``"random"`` (uniform, drawn with ``numpy.random.default_rng(seed)``). None of
+    them reads a key, so on :func:`companion.lab.data.multi_key_retrieval` each is
+    right with probability exactly ``1/k`` over the queried slot.
+    """
+    rng = np.random.default_rng(seed)
+    tokens, answers = task.tokens.numpy(), task.answers.numpy()
+    width = answers.shape[1]
+    digits = np.frombuffer(data.VALUE_ALPHABET, np.uint8)
+    right = np.zeros(tokens.shape[0], dtype=bool)
+    for b, row in enumerate(tokens):
+        query = int(np.flatnonzero(row == ord("?"))[-1])
+        values = []
+        for p in np.flatnonzero(row[:query] == ord("@")):
+            equals = p + 1 + np.flatnonzero(row[p + 1:query] == ord("="))[0]
+            value = row[equals + 1:equals + 1 + width]
+            if value.size == width and np.isin(value, digits).all():
+                values.append(value)
+        if not values:
+            continue
+        pick = {"first": 0, "last": len(values) - 1, "random": int(rng.integers(len(values)))}[rule]
+        right[b] = np.array_equal(values[pick], answers[b])
+    return right
+
+
+@contract
+def attention_beyond(model: Annotated[object, TorchModule("attention_weights", "attention_weights(tokens), as "
+                                                          "companion.lab.models.TinyTransformer has")],
+                     task: Task, distance: Count) -> list[float]:
     r"""Per layer, the mean attention weight the answer's query puts on keys ``distance`` or more back.
 
     The query is the position that predicts the first answer token, ``p - 1``
@@ -238,11 +354,6 @@ def attention_beyond(model, task: data.Task, distance: int) -> list[float]:
     distance`` are summed, then averaged over heads and examples. ``model`` must
     have ``attention_weights(tokens)`` (:meth:`companion.lab.models.TinyTransformer.attention_weights`).
     """
-    if not isinstance(task, data.Task):
-        raise ValueError(f"task must be a companion.lab.data.Task, got {type(task).__name__}")
-    if not hasattr(model, "attention_weights"):
-        raise ValueError("model must have attention_weights(tokens), as companion.lab.models.TinyTransformer has")
-    distance = _checks.positive_int("distance", distance)
     query = task.answer_positions[:, 0] - 1                        # (batch,)
     shares = []
     for weights in model.attention_weights(task.tokens[:, :-1]):   # (batch, heads, n, n) per layer
@@ -250,6 +361,29 @@ def attention_beyond(model, task: data.Task, distance: int) -> list[float]:
         far = torch.arange(rows.shape[-1])[None, :] <= (query - distance)[:, None]   # (batch, n)
         shares.append(float((rows * far[:, None, :]).sum(-1).mean()))
     return shares
+
+
+@contract
+def pair_norms(model: Annotated[object, TorchModule("queries_and_keys", "queries_and_keys(tokens), as "
+                                                    "companion.lab.models.TinyTransformer has")],
+               windows: Annotated[torch.Tensor, TokenTensor(2, "(N, n)")]) -> dict:
+    r"""Per layer, head and RoPE pair, the mean norm of the queries' and keys' 2-D chunks.
+
+    The frequency-usage view of Barbero et al. (2025): a pair :math:`i` whose chunks
+    :math:`(q_{2i}, q_{2i+1})` and :math:`(k_{2i}, k_{2i+1})` are large contributes
+    much to the scores :math:`q \cdot k = \sum_i q^{(i)} \cdot k^{(i)}`, and one whose
+    chunks are near zero is unused. The norms are taken before the rotation, which
+    does not change them, over every position of ``windows`` ``(N, n)``. ``model``
+    must have ``queries_and_keys`` (:meth:`companion.lab.models.TinyTransformer.queries_and_keys`).
+    Returns ``{"query": q, "key": k}``, each a nested list ``[layer][head][pair]``.
+    """
+    out = {"query": [], "key": []}
+    for q, k in model.queries_and_keys(windows):                                  # (N, heads, n, d_head) each
+        for name, x in (("query", q), ("key", k)):
+            chunks = x.unflatten(-1, (x.shape[-1] // 2, 2))                        # (N, heads, n, pairs, 2)
+            # || x^{(i)} || averaged over windows and positions
+            out[name].append(chunks.norm(dim=-1).mean(dim=(0, 2)).tolist())        # (heads, pairs)
+    return out
 
 
 # --- private helpers -----------------------------------------------------------------
@@ -285,13 +419,16 @@ def _mean_nll(fn, windows: torch.Tensor, batch_size: int) -> float:
     return total / count
 
 
-def _windows(windows) -> torch.Tensor:
-    if not isinstance(windows, torch.Tensor) or windows.ndim != 2 or windows.shape[1] < 2 or windows.is_floating_point():
-        raise ValueError("windows must be an integer tensor (N, n + 1) with n >= 1")
-    return windows.long()
-
-
-def _lengths(lengths) -> list[int]:
-    if isinstance(lengths, int | np.integer) and not isinstance(lengths, bool):
-        lengths = [lengths]
-    return _checks.positive_ints("lengths", lengths)
+def _sums_by_file_and_block(nll: np.ndarray, starts: np.ndarray, edges) -> tuple[np.ndarray, np.ndarray]:
+    """Summed loss and token counts ``(files, blocks)``: file of the predicted token, block of its position."""
+    N, n = nll.shape
+    edges = np.array([0, n]) if edges is None else edges
+    offset = (np.arange(N)[:, None] * n + np.arange(n)[None, :] + 1)                # stream offset of each target
+    file = np.searchsorted(starts, offset, side="right") - 1                        # (N, n)
+    block = np.searchsorted(edges, np.arange(n), side="right") - 1                  # (n,)
+    keep = block < len(edges) - 1
+    sums = np.zeros((starts.size, len(edges) - 1))
+    count = np.zeros((starts.size, len(edges) - 1), dtype=np.int64)
+    np.add.at(sums, (file[:, keep], np.broadcast_to(block[keep], (N, int(keep.sum())))), nll[:, keep])
+    np.add.at(count, (file[:, keep], np.broadcast_to(block[keep], (N, int(keep.sum())))), 1)
+    return sums, count

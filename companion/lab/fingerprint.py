@@ -3,12 +3,13 @@ r"""A fingerprint of exactly the code the lab's experiments execute.
 The stored results are only as good as the code that produced them. Hashing every
 file of the package would call them stale after an edit that cannot change a
 number (a new exercise check, a docstring); hashing too little would miss one that
-does. This module finds the code by running it: :func:`executed_functions` runs
-every job of the experiments at a tiny size (:data:`TRACE_CONFIG`, the same arms,
-tasks and methods as the book's configuration, a few steps each) under
+does. This module finds the code by running it: :func:`executed_functions` calls a
+function that runs the experiments (the runner passes one that runs every kind of
+job at a tiny size, :func:`companion.lab.runner.code_hashes`) under
 ``sys.setprofile`` and records every function of ``companion`` that is called,
 whichever module it lives in (the lab's own modules and the math modules they
-use, such as :mod:`companion.rope` or :mod:`companion.scaling`).
+use, such as :mod:`companion.rope` or :mod:`companion.scaling`). It imports
+nothing of the lab itself, so the runner can import it without a circle.
 
 :func:`source_hashes` hashes each of those functions, and the module-level
 constants of their modules, as their syntax tree with docstrings removed
@@ -25,35 +26,20 @@ import importlib
 import json
 import sys
 from pathlib import Path
+from typing import Annotated, Callable
 
-__all__ = ["TRACE_CONFIG", "executed_functions", "source_hashes", "fingerprint", "changed"]
+from .._contracts import Function, contract
+
+__all__ = ["executed_functions", "source_hashes", "fingerprint", "changed"]
 
 _PACKAGE = Path(__file__).resolve().parent.parent   # the companion folder
 
 
-def _trace_config() -> dict:
-    from . import experiments
-
-    cfg = experiments.get_config("reduced")
-    cfg.update(seeds=[0])
-    cfg["train"].update(steps=2, warmup=1)
-    cfg["eval"].update(n_examples=2, probe_examples=2, bootstrap=10, tokens_per_length=256, attention_examples=1)
-    cfg["probes"]["variable_tracking_examples"] = 4
-    cfg["extension"].update(finetune_steps=4, finetune_examples=2)
-    cfg["lr_sweep"].update(size="tiny", lrs=[1e-3])
-    return cfg
-
-
-#: The configuration the trace runs (built on first use from the ``reduced`` one).
-TRACE_CONFIG = None
-
-
-def executed_functions() -> list[tuple[str, str]]:
-    """``(module, qualified name)`` of every companion function the experiments' jobs call, sorted."""
-    from . import experiments
-
-    global TRACE_CONFIG
-    TRACE_CONFIG = _trace_config() if TRACE_CONFIG is None else TRACE_CONFIG
+@contract
+def executed_functions(run: Annotated[Callable[[], object],
+                                      Function("a function that runs the experiments, called with no arguments")]) \
+        -> list[tuple[str, str]]:
+    """``(module, qualified name)`` of every companion function that ``run()`` calls, sorted."""
     seen: set = set()
 
     def record(frame, event, arg):
@@ -68,8 +54,7 @@ def executed_functions() -> list[tuple[str, str]]:
     previous = sys.getprofile()
     sys.setprofile(record)
     try:
-        for job in experiments.jobs(TRACE_CONFIG):
-            experiments.run_job(job, TRACE_CONFIG)
+        run()
     finally:
         sys.setprofile(previous)
         torch.set_num_threads(threads)
@@ -81,15 +66,14 @@ def executed_functions() -> list[tuple[str, str]]:
     return sorted(names)
 
 
-def source_hashes(functions=None) -> dict:
-    """``{"module:qualname": sha256}`` of each executed function, and ``"module:<constants>"`` per module.
+def source_hashes(functions) -> dict:
+    """``{"module:qualname": sha256}`` of each of ``functions``, and ``"module:<constants>"`` per module.
 
+    ``functions`` are ``(module, qualified name)`` pairs (:func:`executed_functions`).
     A function is hashed as ``ast.dump`` of its definition with every docstring
     removed; a module's constants as the dump of its top-level statements that are
-    not imports, functions or classes. ``functions`` defaults to
-    :func:`executed_functions`.
+    not imports, functions or classes.
     """
-    functions = executed_functions() if functions is None else functions
     hashes, trees = {}, {}
     for module, qualname in functions:
         if module not in trees:
@@ -105,15 +89,13 @@ def source_hashes(functions=None) -> dict:
     return dict(sorted(hashes.items()))
 
 
-def fingerprint(hashes: dict | None = None) -> str:
-    """One SHA-256 over :func:`source_hashes` (computed when not given)."""
-    hashes = source_hashes() if hashes is None else hashes
+def fingerprint(hashes: dict) -> str:
+    """One SHA-256 over :func:`source_hashes`."""
     return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
 
 
-def changed(stored: dict, current: dict | None = None) -> list[str]:
+def changed(stored: dict, current: dict) -> list[str]:
     """The names whose hash differs between ``stored`` and ``current`` source hashes, or that one lacks."""
-    current = source_hashes() if current is None else current
     return sorted(k for k in set(stored) | set(current) if stored.get(k) != current.get(k))
 
 

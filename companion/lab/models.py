@@ -10,34 +10,24 @@ r"""A tiny decoder-only transformer whose position scheme is one argument.
     \text{logits} = \operatorname{LN}(h)\, W_\text{out}^{\mathsf T},
 
 with ``W_out`` the token embedding itself when the embeddings are tied (Press &
-Wolf 2017). Only the position scheme changes between models, and every scheme is
-taken from the companion module that defines it; nothing positional is
-re-implemented here:
-
-==============  ===========================================================  =====================================
-``scheme``      where position enters                                        companion module
-==============  ===========================================================  =====================================
-``learned``     a learned row added to the input (GPT-2)                     :class:`companion.absolute.LearnedPositions`
-``sinusoidal``  a fixed sinusoid added to the input (Vaswani et al. 2017)    :class:`companion.absolute.SinusoidalPositions`
-``shaw``        a learned vector per clipped distance on keys and values     :class:`companion.relative.ShawRelativeAttention`
-``t5``          a learned scalar per distance bucket added to the score      :class:`companion.relative.T5RelativeBias`
-``rope``        queries and keys rotated by their positions (Su et al.)      :class:`companion.rope.RotaryEmbedding`
-``alibi``       a fixed linear distance penalty on the score (Press et al.)  :class:`companion.alibi.ALiBi`
-``nope``        nowhere: only the causal mask (Haviv et al. 2022)            :func:`companion.nope.no_positions`
-``irope``       RoPE layers with position-free layers between (Llama 4)      :func:`companion.nope.irope_layer_pattern`
-==============  ===========================================================  =====================================
+Wolf 2017). Only the position scheme changes between models: it is one object of
+:mod:`companion.lab.schemes` (``model.scheme``), whose hooks the model calls at
+fixed places, and which takes its math from the companion module that defines it.
 
 In Llama 4 the RoPE layers of ``irope`` attend only inside fixed chunks of the
 input (``attention_chunk_size``, 8192 tokens; Meta 2025): a query at position
 ``i`` sees the keys ``j <= i`` with ``floor(j / C) = floor(i / C)``, so a RoPE
 layer never meets a distance of ``C`` or more, and only the position-free layers
 read the whole input. ``irope_chunk=C`` gives the RoPE layers that mask
-(:func:`chunked_causal_mask`); ``None`` leaves them global.
+(:func:`companion.lab.schemes.chunked_causal_mask`); ``None`` leaves them global.
 
 A RoPE model (``rope`` or ``irope``) can switch its frequencies after training with
 :meth:`TinyTransformer.set_rope_scaling`, using any method of
 :data:`companion.scaling.METHODS`; ``"dynamic_ntk"`` recomputes the scale from the
-length of every input (emozilla 2023; Peng et al. 2024, section 3.3).
+length of every input (emozilla 2023; Peng et al. 2024, section 3.3). Any model can
+be read with its keys limited to the last ``w`` positions
+(:meth:`TinyTransformer.set_key_window`), the intervention that tests whether far
+keys are what breaks it.
 
 The model never names a device: it runs wherever ``.to(device)`` puts it, CPU or
 CUDA, and creates every tensor on the device of its input.
@@ -45,28 +35,74 @@ CUDA, and creates every tensor on the device of its input.
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .. import _checks, absolute, alibi, nope, relative, rope, scaling
+from .. import rope, scaling
+from .._contracts import (Count, Either, Flag, Integer, Model, NonNegative, OneOf, Positive, Real, TokenTensor,
+                          contract)
+from .schemes import ROPE_SCHEMES, SCHEMES, RotaryScheme, chunked_causal_mask, make_scheme
 
 __all__ = ["SCHEMES", "ROPE_SCHEMES", "TinyTransformer", "chunked_causal_mask", "count_parameters"]
 
-#: Every position scheme :class:`TinyTransformer` accepts, in the order the book meets them.
-SCHEMES = ("learned", "sinusoidal", "shaw", "t5", "rope", "alibi", "nope", "irope")
-#: The schemes whose frequencies :meth:`TinyTransformer.set_rope_scaling` can change.
-ROPE_SCHEMES = ("rope", "irope")
+#: Integer tokens ``(batch, n)``, ``batch, n >= 1`` (their range is the model's rule, :func:`_tokens_in_vocabulary`).
+Tokens = Annotated[torch.Tensor, TokenTensor(2, "(batch, n)", min_size=1)]
+#: The standard deviation of the token embedding at initialisation.
+EmbeddingStd = Annotated[float, Either(Real(gt=0), OneOf("inverse_sqrt_d"),
+                                       what="a finite real number > 0 or 'inverse_sqrt_d'")]
 
 
+# --- rules between the arguments of TinyTransformer -----------------------------------
+
+def _heads_divide_width(d_model, n_heads) -> None:
+    """The width splits into ``n_heads`` heads of equal width."""
+    if d_model % n_heads:
+        raise ValueError(f"d_model must be divisible by n_heads ({n_heads}), got {d_model}")
+
+
+def _pairs_for_the_scheme(scheme, d_model, n_heads) -> None:
+    """RoPE rotates pairs of a head's components; sinusoidal positions come in (sine, cosine) pairs."""
+    if scheme in ROPE_SCHEMES and (d_model // n_heads) % 2:
+        raise ValueError(f"d_model / n_heads (the head width) must be even for RoPE, got {d_model // n_heads}")
+    if scheme == "sinusoidal" and d_model % 2:
+        raise ValueError(f"d_model must be even for sinusoidal positions (sine, cosine pairs), got {d_model}")
+
+
+def _fraction_of_rope_pairs(scheme, rope_fraction, d_model, n_heads) -> None:
+    """p-RoPE is a variant of ``rope`` and keeps at least one of the head's pairs rotating."""
+    if rope_fraction is None:
+        return
+    if scheme != "rope":
+        raise ValueError(f"rope_fraction applies to the 'rope' scheme only, got scheme {scheme!r}")
+    if int(rope_fraction * (d_model // n_heads) // 2) < 1:
+        raise ValueError(f"rope_fraction must be in (0, 1] and keep at least one pair rotating, got {rope_fraction!r}")
+
+
+def _t5_beyond_exact(t5_num_buckets, t5_max_distance) -> None:
+    """T5's log-spaced buckets start after its ``t5_num_buckets // 2`` exact ones."""
+    exact = t5_num_buckets // 2
+    if t5_max_distance is not None and t5_max_distance <= exact:
+        raise ValueError(f"t5_max_distance must be > {exact} (t5_num_buckets // 2, the exact buckets), "
+                         f"got {t5_max_distance}")
+
+
+def _tokens_in_vocabulary(self, tokens) -> None:
+    """Every token is a row of the model's embedding table."""
+    vocab_size = self.config["vocab_size"]
+    if int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size:
+        raise ValueError(f"tokens must lie in 0..{vocab_size - 1} (vocab_size), got {int(tokens.min())}.."
+                         f"{int(tokens.max())}")
+
+
+@contract(_heads_divide_width, _pairs_for_the_scheme, _fraction_of_rope_pairs, _t5_beyond_exact)
 class TinyTransformer(nn.Module):
     r"""A small causal language model; ``scheme`` picks the position method.
 
     Parameters
     ----------
-    scheme : one of :data:`SCHEMES`.
+    scheme : one of :data:`companion.lab.schemes.SCHEMES`.
     vocab_size : int >= 2, 256 for byte tokens.
     d_model : int, the width; must be divisible by ``n_heads``.
     n_heads : int; the head width ``d_model / n_heads`` must be even for RoPE.
@@ -75,12 +111,18 @@ class TinyTransformer(nn.Module):
         learned table, and the ``L`` of every :mod:`companion.scaling` method.
     d_ff : width of the MLP, ``4 * d_model`` when ``None``.
     tie_embeddings : bool; ``True`` reuses the token embedding as the output layer.
+    embedding_std : the standard deviation of the token embedding at initialisation:
+        ``None`` for GPT-2's 0.02, a positive number, or ``"inverse_sqrt_d"`` for
+        :math:`d^{-1/2}` (the scale at which :math:`\sqrt d\,e_t` has unit entries,
+        tensor2tensor's initialisation for the Transformer of Vaswani et al.).
     rope_base : real > 0, the RoPE base (10000 in Su et al. 2021).
+    rope_fraction : ``None`` or the share ``p`` of pairs that rotate (p-RoPE,
+        Barbero et al. 2025); ``rope`` only.
     shaw_max_distance : int >= 0, Shaw et al.'s clipping distance ``k``.
     t5_num_buckets, t5_max_distance : T5's buckets (unidirectional, as in T5's
         decoder); ``t5_max_distance`` defaults to ``context_length`` (at least
-        ``t5_num_buckets // 2 + 1``) so that every bucket is met in training (T5 itself uses 32 buckets up to 128 with inputs of
-        512).
+        ``t5_num_buckets // 2 + 1``) so that every bucket is met in training (T5
+        itself uses 32 buckets up to 128 with inputs of 512).
     irope_nope_every : int; in ``irope`` every ``irope_nope_every``-th layer is
         position-free (:func:`companion.nope.irope_layer_pattern`; Llama 4 uses 4).
     irope_floor_scale : ``None`` or real > 0; when given, the queries of the
@@ -88,8 +130,7 @@ class TinyTransformer(nn.Module):
         :func:`companion.nope.attention_temperature` (Llama 4 uses 8192, which is
         exactly 1 at the lengths of this model).
     irope_chunk : ``None`` or int >= 1; when given, the RoPE layers of ``irope``
-        attend only within absolute chunks of ``irope_chunk`` tokens
-        (:func:`chunked_causal_mask`), as Llama 4's do.
+        attend only within absolute chunks of ``irope_chunk`` tokens, as Llama 4's do.
 
     ``forward(tokens)`` maps an integer tensor ``(batch, n)`` with values in
     ``0..vocab_size-1`` to logits ``(batch, n, vocab_size)``; the logits at position
@@ -97,47 +138,78 @@ class TinyTransformer(nn.Module):
     context_length`` raises :class:`companion.absolute.LearnedPositions`'
     ``IndexError``.
 
-    Attributes a reader (or a test) can inspect: ``layer_kinds`` (per layer,
-    ``"rope"``, ``"nope"``, ``"bias"``, ``"shaw"``, ``"plain"``), ``positions``
-    (the absolute layer or ``None``), ``rope`` (the one
-    :class:`companion.rope.RotaryEmbedding` shared by all RoPE layers, or ``None``),
-    ``alibi``, ``t5_bias`` (shared by all layers, as in T5), and ``config`` (a
-    JSON-serialisable dict of the arguments).
+    Attributes a reader (or a test) can inspect: ``scheme`` (the
+    :class:`companion.lab.schemes.Scheme`), ``layer_kinds`` (per layer, ``"rope"``,
+    ``"nope"``, ``"bias"``, ``"shaw"``, ``"plain"``), ``positions`` (the absolute
+    layer or ``None``), ``rope`` (the :class:`companion.rope.RotaryEmbedding` shared
+    by all RoPE layers, or ``None``), ``alibi``, ``t5_bias`` (shared by all layers,
+    as in T5), and ``config`` (a JSON-serialisable dict of the arguments).
     """
 
-    def __init__(self, scheme: str = "rope", *, vocab_size: int = 256, d_model: int = 64, n_heads: int = 4,
-                 n_layers: int = 2, context_length: int = 64, d_ff: int | None = None,
-                 tie_embeddings: bool = True, rope_base: float = rope.DEFAULT_BASE,
-                 shaw_max_distance: int = 16, t5_num_buckets: int = 32, t5_max_distance: int | None = None,
-                 irope_nope_every: int = 2, irope_floor_scale: float | None = None,
-                 irope_chunk: int | None = None):
+    def __init__(self, scheme: Annotated[str, OneOf(*SCHEMES)] = "rope", *,
+                 vocab_size: Annotated[int, Integer(2, why="a language model predicts one of several tokens")] = 256,
+                 d_model: Count = 64, n_heads: Count = 4, n_layers: Count = 2, context_length: Count = 64,
+                 d_ff: Count | None = None, tie_embeddings: Flag = True, embedding_std: EmbeddingStd | None = None,
+                 rope_base: Positive = rope.DEFAULT_BASE,
+                 rope_fraction: Annotated[float, Real(gt=0.0, le=1.0, why="the share of pairs that rotate")] | None
+                 = None,
+                 shaw_max_distance: NonNegative = 16, t5_num_buckets: Count = 32, t5_max_distance: Count | None = None,
+                 irope_nope_every: Count = 2, irope_floor_scale: Positive | None = None,
+                 irope_chunk: Count | None = None):
         super().__init__()
         self.config = _model_config(**{k: v for k, v in locals().items() if k not in ("self", "__class__")})
         c = self.config
-        self.scheme = c["scheme"]
         self.context_length = c["context_length"]
         self.d_head = c["d_model"] // c["n_heads"]
         self.token_embedding = nn.Embedding(c["vocab_size"], c["d_model"])
-        self.positions = _absolute_layer(c)
-        self.rope = rope.RotaryEmbedding(self.d_head, base=c["rope_base"]) if self.scheme in ROPE_SCHEMES else None
-        self.alibi = alibi.ALiBi(c["n_heads"]) if self.scheme == "alibi" else None
-        self.t5_bias = (relative.T5RelativeBias(c["n_heads"], c["t5_num_buckets"], c["t5_max_distance"],
-                                                bidirectional=False) if self.scheme == "t5" else None)
-        self.layer_kinds = _layer_kinds(c)
-        self.blocks = nn.ModuleList(_Block(c, kind) for kind in self.layer_kinds)
+        self.scheme = make_scheme(c)
+        self.blocks = nn.ModuleList(_Block(c) for _ in range(c["n_layers"]))
         self.final_norm = nn.LayerNorm(c["d_model"])
         self.lm_head = None if c["tie_embeddings"] else nn.Linear(c["d_model"], c["vocab_size"], bias=False)
+        self.key_window: int | None = None
         self._init_weights()
-        self.rope_scaling = {"method": "none", "s": 1.0}
-        self._dynamic_cache: dict = {}
+
+    # --- what a reader inspects ----------------------------------------------------
+
+    @property
+    def layer_kinds(self) -> list[str]:
+        """Per layer, where position enters it: ``"rope"``, ``"nope"``, ``"bias"``, ``"shaw"`` or ``"plain"``."""
+        return list(self.scheme.layer_kinds)
+
+    @property
+    def positions(self):
+        """The absolute position layer (learned, sinusoidal) or ``None``."""
+        return getattr(self.scheme, "positions", None)
+
+    @property
+    def rope(self):
+        """The :class:`companion.rope.RotaryEmbedding` of a RoPE model, or ``None``."""
+        return getattr(self.scheme, "rotary", None)
+
+    @property
+    def alibi(self):
+        """The :class:`companion.alibi.ALiBi` layer, or ``None``."""
+        return getattr(self.scheme, "alibi", None)
+
+    @property
+    def t5_bias(self):
+        """The :class:`companion.relative.T5RelativeBias` shared by all layers, or ``None``."""
+        return getattr(self.scheme, "t5_bias", None)
+
+    @property
+    def rope_scaling(self) -> dict:
+        """The RoPE frequency setting (``{"method": "none", "s": 1.0}`` until changed)."""
+        return dict(self._rotary_scheme().setting)
 
     # --- forward -------------------------------------------------------------------
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    @contract(_tokens_in_vocabulary)
+    def forward(self, tokens: Tokens) -> torch.Tensor:
         """Logits ``(batch, n, vocab_size)`` for integer tokens ``(batch, n)``."""
-        return self._run(tokens, need_weights=False)[0]
+        return self._run(tokens)[0]
 
-    def attention_weights(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+    @contract(_tokens_in_vocabulary)
+    def attention_weights(self, tokens: Tokens) -> list[torch.Tensor]:
         r"""The attention weights of every layer for ``tokens`` ``(batch, n)``, without gradients.
 
         One tensor ``(batch, n_heads, n, n)`` per layer, row ``i`` the softmax weights
@@ -145,59 +217,45 @@ class TinyTransformer(nn.Module):
         explicitly, :math:`\operatorname{softmax}(q k^{\mathsf T}/\sqrt{d_h} + B)`, with
         the same queries, keys and masks as :meth:`forward`.
         """
+        return self._inspect(tokens, "weights")
+
+    @contract(_tokens_in_vocabulary)
+    def queries_and_keys(self, tokens: Tokens) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer, the queries and keys ``(batch, n_heads, n, d_head)`` before any rotation, without gradients."""
+        return self._inspect(tokens, "qk")
+
+    def _inspect(self, tokens, what):
         was_training = self.training
         self.eval()
         with torch.no_grad():
-            weights = self._run(tokens, need_weights=True)[1]
+            _, weights, qk = self._run(tokens, need_weights=what == "weights", need_qk=what == "qk")
         self.train(was_training)
-        return weights
+        return weights if what == "weights" else qk
 
-    def _run(self, tokens, need_weights: bool):
-        x = _check_tokens(tokens, self.config["vocab_size"], self.token_embedding.weight.device)
+    def _run(self, tokens, need_weights: bool = False, need_qk: bool = False):
+        x = tokens.to(device=self.token_embedding.weight.device, dtype=torch.long)                 # (b, n)
         n = x.shape[1]
-        h = self._embed(x)
-        bias = self._score_bias(n, h.dtype)
-        if self.rope is not None and self.rope_scaling["method"] == "dynamic_ntk":
-            self._follow_length(n)
-        temperature = self._temperature(n, h)
-        chunk = self.config["irope_chunk"]
-        rope_mask = None if chunk is None or self.scheme != "irope" else chunked_causal_mask(n, chunk, h.device)
-        weights = []
-        for block in self.blocks:
-            h, w = block(h, self.rope, bias, temperature, rope_mask, need_weights)
+        h = self.scheme.embed(self.token_embedding(x))                                           # (b, n, d)
+        if isinstance(self.scheme, RotaryScheme):
+            self.scheme.before_forward(n)
+        bias = self.scheme.score_bias(n, h.dtype, h.device)                                      # (heads, n, n) or None
+        window = None if self.key_window is None else _window_mask(n, self.key_window, h.device)
+        weights, qk = [], []
+        for layer, block in enumerate(self.blocks):
+            mask = _and(self.scheme.key_mask(n, layer, h.device), window)                       # (n, n) or None
+            h, w, q_k = block(h, self.scheme, layer, mask, bias, need_weights, need_qk)
             weights.append(w)
+            qk.append(q_k)
         h = self.final_norm(h)
         weight = self.token_embedding.weight if self.lm_head is None else self.lm_head.weight
-        return h @ weight.T, weights
+        return h @ weight.T, weights, qk                                                         # (b, n, vocab)
 
-    def _embed(self, x: torch.Tensor) -> torch.Tensor:
-        e = self.token_embedding(x)
-        if self.scheme == "learned":
-            return e + self.positions(torch.arange(x.shape[1], device=x.device))
-        if self.scheme == "sinusoidal":
-            # Vaswani et al. (2017), section 3.4: embeddings times sqrt(d_model), then the sinusoid.
-            pe = self.positions(torch.arange(x.shape[1], device=x.device), dtype=e.dtype)
-            return e * math.sqrt(self.config["d_model"]) + pe
-        return nope.no_positions(e) if self.scheme == "nope" else e
+    # --- interventions -------------------------------------------------------------
 
-    def _score_bias(self, n: int, dtype: torch.dtype) -> torch.Tensor | None:
-        """The ``(n_heads, n, n)`` score bias with ``-inf`` above the diagonal, for ALiBi and T5."""
-        if self.alibi is not None:
-            return self.alibi(n).to(dtype)
-        if self.t5_bias is not None:
-            b = self.t5_bias(n).to(dtype)
-            future = torch.ones(n, n, dtype=torch.bool, device=b.device).triu(1)
-            return b.masked_fill(future, float("-inf"))
-        return None
-
-    def _temperature(self, n: int, h: torch.Tensor) -> torch.Tensor | None:
-        floor_scale = self.config["irope_floor_scale"]
-        if self.scheme != "irope" or floor_scale is None:
-            return None
-        tau = nope.attention_temperature(np.arange(n), floor_scale=floor_scale)
-        return torch.as_tensor(tau, dtype=h.dtype, device=h.device)[:, None]
-
-    # --- RoPE scaling --------------------------------------------------------------
+    @contract
+    def set_key_window(self, w: Count | None) -> None:
+        """Hide, in every layer, the keys ``w`` or more positions back (a sliding window of ``w``); ``None`` undoes it."""
+        self.key_window = w
 
     def set_rope_scaling(self, method: str = "none", s: float = 1.0, **options) -> dict:
         r"""Switch the RoPE frequencies to ``method`` of :data:`companion.scaling.METHODS`.
@@ -211,47 +269,31 @@ class TinyTransformer(nn.Module):
         trained frequencies. Only ``rope`` and ``irope`` models have frequencies:
         other schemes raise ``ValueError``. Returns the setting (a dict).
         """
-        if self.rope is None:
-            raise ValueError(f"scheme must be one of {ROPE_SCHEMES} to set a RoPE scaling, this model's is {self.scheme!r}")
-        method = _checks.one_of("method", method, tuple(scaling.METHODS))
-        s = _checks.at_least("s", s, 1.0)
-        setting = {"method": method, "s": s, **options}
-        freqs = self._frequencies(setting, current_length=None)
-        self.rope.set_frequencies(freqs.inv_freq, freqs.attention_factor)
-        self.rope_scaling = setting
-        self._dynamic_cache = {}
-        return dict(setting)
+        return self._rotary_scheme().set_scaling(method, s, **options)
 
-    def rope_frequencies(self, n: int | None = None) -> scaling.Frequencies:
+    @contract
+    def rope_frequencies(self, n: Count | None = None) -> scaling.Frequencies:
         """The :class:`companion.scaling.Frequencies` this model uses for an input of length ``n``.
 
         ``n`` matters only for ``"dynamic_ntk"``; ``None`` means ``context_length``.
         """
-        if self.rope is None:
-            raise ValueError(f"scheme must be one of {ROPE_SCHEMES} to have RoPE frequencies, got {self.scheme!r}")
-        n = self.context_length if n is None else _checks.positive_int("n", n)
-        return self._frequencies(self.rope_scaling, current_length=n)
+        scheme = self._rotary_scheme()
+        n = self.context_length if n is None else n
+        return scheme.frequencies(scheme.setting, current_length=n)
 
-    def _frequencies(self, setting: dict, current_length: int | None) -> scaling.Frequencies:
-        options = {"s": setting["s"], "L": self.context_length, "base": self.config["rope_base"],
-                   **{k: v for k, v in setting.items() if k not in ("method", "s")}}
-        if setting["method"] == "dynamic_ntk" and current_length is not None:
-            options["current_length"] = current_length
-        return scaling.frequencies(setting["method"], self.d_head, **options)
-
-    def _follow_length(self, n: int) -> None:
-        if n not in self._dynamic_cache:
-            self._dynamic_cache[n] = self._frequencies(self.rope_scaling, current_length=n)
-        freqs = self._dynamic_cache[n]
-        if not np.array_equal(self.rope.inv_freq.numpy(), freqs.inv_freq) \
-                or self.rope.attention_factor != freqs.attention_factor:
-            self.rope.set_frequencies(freqs.inv_freq, freqs.attention_factor)
+    def _rotary_scheme(self) -> RotaryScheme:
+        if not isinstance(self.scheme, RotaryScheme):
+            raise ValueError(f"scheme must be one of {ROPE_SCHEMES} to have RoPE frequencies, this model's is "
+                             f"{self.config['scheme']!r}")
+        return self.scheme
 
     # --- initialisation --------------------------------------------------------------
 
     def _init_weights(self) -> None:
-        """GPT-2's initialisation: N(0, 0.02), residual outputs scaled by 1/sqrt(2 n_layers)."""
-        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        """GPT-2's initialisation: N(0, 0.02), residual outputs scaled by 1/sqrt(2 n_layers); see ``embedding_std``."""
+        std = self.config["embedding_std"]
+        std = 0.02 if std is None else self.config["d_model"] ** -0.5 if std == "inverse_sqrt_d" else std
+        nn.init.normal_(self.token_embedding.weight, std=std)
         if self.lm_head is not None:
             nn.init.normal_(self.lm_head.weight, std=0.02)
         for block in self.blocks:
@@ -263,177 +305,92 @@ class TinyTransformer(nn.Module):
                 nn.init.zeros_(layer.bias)
 
     def extra_repr(self) -> str:
-        return f"scheme={self.scheme!r}, context_length={self.context_length}, layers={self.layer_kinds}"
+        return f"scheme={self.config['scheme']!r}, context_length={self.context_length}, layers={self.layer_kinds}"
 
 
 class _Block(nn.Module):
     """Pre-norm block: ``h + Attn(LN(h))`` then ``h + MLP(LN(h))``."""
 
-    def __init__(self, c: dict, kind: str):
+    def __init__(self, c: dict):
         super().__init__()
         d = c["d_model"]
         self.norm1 = nn.LayerNorm(d)
-        self.attn = _CausalSelfAttention(c, kind)
+        self.attn = _CausalSelfAttention(c)
         self.norm2 = nn.LayerNorm(d)
         self.mlp = nn.Sequential(nn.Linear(d, c["d_ff"]), nn.GELU(), nn.Linear(c["d_ff"], d))
 
-    def forward(self, h, rope_layer, bias, temperature, rope_mask=None, need_weights=False):
-        z, weights = self.attn(self.norm1(h), rope_layer, bias, temperature, rope_mask, need_weights)
+    def forward(self, h, scheme, layer, mask, bias, need_weights=False, need_qk=False):
+        z, weights, qk = self.attn(self.norm1(h), scheme, layer, mask, bias, need_weights, need_qk)
+        # h <- h + Attn(LN(h))
         h = h + z
-        return h + self.mlp(self.norm2(h)), weights
+        # h <- h + MLP(LN(h))
+        return h + self.mlp(self.norm2(h)), weights, qk
 
 
 class _CausalSelfAttention(nn.Module):
-    r"""Multi-head causal attention; ``kind`` says where position enters.
+    r"""Multi-head causal attention; the scheme's hooks say where position enters.
 
-    ``"plain"`` (absolute schemes: position is already in the input) and ``"nope"``
-    use :math:`\operatorname{softmax}(q k^{\mathsf T}/\sqrt{d_h})` under the causal
-    mask; ``"rope"`` rotates ``q`` and ``k`` first (under ``rope_mask`` instead of the
-    causal mask when one is given: iRoPE's chunks); ``"bias"`` adds the model's
-    ``(n_heads, n, n)`` bias (ALiBi, T5); ``"shaw"`` calls
-    :class:`companion.relative.ShawRelativeAttention`. All heads at once:
-    ``q, k, v`` are ``(batch, n_heads, n, d_head)``.
+    ``q, k = scheme.rotate(q, k, layer)``, then ``scheme.attend`` under the causal
+    mask (and ``mask``, when a scheme or an intervention restricts the keys further)
+    with the score bias ``bias``. All heads at once: ``q, k, v`` are
+    ``(batch, n_heads, n, d_head)``.
     """
 
-    def __init__(self, c: dict, kind: str):
+    def __init__(self, c: dict):
         super().__init__()
-        self.kind = kind
         self.n_heads = c["n_heads"]
         d = c["d_model"]
         self.qkv = nn.Linear(d, 3 * d)
         self.out = nn.Linear(d, d)
-        self.shaw = relative.ShawRelativeAttention(d // c["n_heads"], c["shaw_max_distance"]) if kind == "shaw" else None
 
-    def forward(self, h, rope_layer, bias, temperature, rope_mask=None, need_weights=False):
+    def forward(self, h, scheme, layer, mask, bias, need_weights=False, need_qk=False):
         b, n, d = h.shape
-        q, k, v = self.qkv(h).view(b, n, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
-        if self.kind == "rope":
-            q, k = rope_layer(q, k)
-        elif self.kind == "nope" and temperature is not None:
-            q = q * temperature
-        weights = None
-        if self.kind == "shaw":
-            causal = torch.ones(n, n, dtype=torch.bool, device=h.device).tril()
-            z, weights = self.shaw(q, k, v, mask=causal)
-        elif need_weights:
-            z, weights = _explicit_attention(q, k, v, self._mask(n, bias, rope_mask, h.device))
-        elif self.kind == "bias":
-            z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
-        elif self.kind == "rope" and rope_mask is not None:
-            z = F.scaled_dot_product_attention(q, k, v, attn_mask=rope_mask)
-        else:
-            z = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.out(z.transpose(1, 2).reshape(b, n, d)), (weights if need_weights else None)
-
-    def _mask(self, n, bias, rope_mask, device):
-        """The mask this layer attends under: the score bias, iRoPE's chunks, or the causal mask."""
-        if self.kind == "bias":
-            return bias
-        if self.kind == "rope" and rope_mask is not None:
-            return rope_mask
-        return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+        qkv = self.qkv(h).view(b, n, 3, self.n_heads, d // self.n_heads)     # (b, n, 3, heads, d_head)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)                                   # 3 x (b, heads, n, d_head)
+        qk = (q, k) if need_qk else None
+        q, k = scheme.rotate(q, k, layer)
+        if mask is not None:
+            mask = mask & torch.ones(n, n, dtype=torch.bool, device=h.device).tril()
+        z, weights = scheme.attend(q, k, v, mask, bias, layer, need_weights)  # (b, heads, n, d_head)
+        z = z.transpose(1, 2).reshape(b, n, d)                                 # (b, n, d)
+        return self.out(z), weights, qk
 
 
-def _explicit_attention(q, k, v, mask):
-    """``softmax(q k^T / sqrt(d_h) + mask) v`` and the weights; ``mask`` boolean (True = attend) or additive."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if mask.dtype == torch.bool:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    else:
-        scores = scores + mask
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
-
-
-def chunked_causal_mask(n: int, chunk: int, device=None) -> torch.Tensor:
-    r"""Boolean ``(n, n)`` mask of causal attention within absolute chunks of ``chunk`` tokens.
-
-    ``mask[i, j]`` is ``True`` (attend) when :math:`j \le i` and
-    :math:`\lfloor j / C \rfloor = \lfloor i / C \rfloor`: the chunked local
-    attention of Llama 4's RoPE layers (Meta 2025, ``attention_chunk_size``). For
-    ``chunk >= n`` it is the ordinary causal mask.
-    """
-    n = _checks.positive_int("n", n)
-    chunk = _checks.positive_int("chunk", chunk)
-    i = torch.arange(n, device=device)
-    same_chunk = (i[:, None] // chunk) == (i[None, :] // chunk)
-    return same_chunk & (i[None, :] <= i[:, None])
-
-
-def count_parameters(model: nn.Module) -> int:
+@contract
+def count_parameters(model: Model) -> int:
     """Number of trainable parameters of ``model`` (tied weights counted once)."""
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 # --- private helpers -----------------------------------------------------------------
 
 
+def _window_mask(n: int, w: int, device) -> torch.Tensor:
+    """Boolean ``(n, n)``: key ``j`` visible from query ``i`` when ``i - w < j``."""
+    i = torch.arange(n, device=device)
+    return i[None, :] > i[:, None] - w
+
+
+def _and(a, b):
+    return b if a is None else a if b is None else a & b
+
+
 def _model_config(scheme, vocab_size, d_model, n_heads, n_layers, context_length, d_ff, tie_embeddings,
-                  rope_base, shaw_max_distance, t5_num_buckets, t5_max_distance, irope_nope_every,
-                  irope_floor_scale, irope_chunk) -> dict:
-    """Validate the arguments of :class:`TinyTransformer`; return them as a plain dict."""
-    _checks.one_of("scheme", scheme, SCHEMES)
-    vocab_size = _checks.positive_int("vocab_size", vocab_size)
-    if vocab_size < 2:
-        raise ValueError(f"vocab_size must be an integer >= 2, got {vocab_size}")
-    d_model = _checks.positive_int("d_model", d_model)
-    n_heads = _checks.positive_int("n_heads", n_heads)
-    if d_model % n_heads:
-        raise ValueError(f"d_model must be divisible by n_heads ({n_heads}), got {d_model}")
-    if scheme in ROPE_SCHEMES and (d_model // n_heads) % 2:
-        raise ValueError(f"d_model / n_heads (the head width) must be even for RoPE, got {d_model // n_heads}")
-    if scheme == "sinusoidal" and d_model % 2:
-        raise ValueError(f"d_model must be even for sinusoidal positions (sine, cosine pairs), got {d_model}")
-    if not isinstance(tie_embeddings, bool):
-        raise ValueError(f"tie_embeddings must be True or False, got {tie_embeddings!r}")
-    if isinstance(shaw_max_distance, bool) or not isinstance(shaw_max_distance, int) or shaw_max_distance < 0:
-        raise ValueError(f"shaw_max_distance must be an integer >= 0, got {shaw_max_distance!r}")
-    context_length = _checks.positive_int("context_length", context_length)
-    t5_num_buckets = _checks.positive_int("t5_num_buckets", t5_num_buckets)
+                  embedding_std, rope_base, rope_fraction, shaw_max_distance, t5_num_buckets, t5_max_distance,
+                  irope_nope_every, irope_floor_scale, irope_chunk) -> dict:
+    """The (checked) arguments of :class:`TinyTransformer` as a plain dict, the defaults that depend on others filled in."""
     exact = t5_num_buckets // 2  # T5's exact buckets in one direction
     if t5_max_distance is None:
         t5_max_distance = max(context_length, exact + 1)
-    elif _checks.positive_int("t5_max_distance", t5_max_distance) <= exact:
-        raise ValueError(f"t5_max_distance must be > {exact} (t5_num_buckets // 2, the exact buckets), got {t5_max_distance}")
     return {
         "scheme": scheme, "vocab_size": vocab_size, "d_model": d_model, "n_heads": n_heads,
-        "n_layers": _checks.positive_int("n_layers", n_layers), "context_length": context_length,
-        "d_ff": 4 * d_model if d_ff is None else _checks.positive_int("d_ff", d_ff),
-        "tie_embeddings": tie_embeddings, "rope_base": _checks.positive_float("rope_base", rope_base),
+        "n_layers": n_layers, "context_length": context_length,
+        "d_ff": 4 * d_model if d_ff is None else d_ff,
+        "tie_embeddings": tie_embeddings, "embedding_std": embedding_std,
+        "rope_base": rope_base, "rope_fraction": rope_fraction,
         "shaw_max_distance": shaw_max_distance,
         "t5_num_buckets": t5_num_buckets, "t5_max_distance": t5_max_distance,
-        "irope_nope_every": _checks.positive_int("irope_nope_every", irope_nope_every),
-        "irope_floor_scale": None if irope_floor_scale is None
-        else _checks.positive_float("irope_floor_scale", irope_floor_scale),
-        "irope_chunk": None if irope_chunk is None else _checks.positive_int("irope_chunk", irope_chunk),
+        "irope_nope_every": irope_nope_every,
+        "irope_floor_scale": irope_floor_scale,
+        "irope_chunk": irope_chunk,
     }
-
-
-def _absolute_layer(c: dict) -> nn.Module | None:
-    if c["scheme"] == "learned":
-        return absolute.LearnedPositions(c["context_length"], c["d_model"])
-    if c["scheme"] == "sinusoidal":
-        return absolute.SinusoidalPositions(c["d_model"])
-    return None
-
-
-def _layer_kinds(c: dict) -> list[str]:
-    scheme, n_layers = c["scheme"], c["n_layers"]
-    if scheme == "irope":
-        return nope.irope_layer_pattern(n_layers, c["irope_nope_every"])
-    kind = {"rope": "rope", "nope": "nope", "shaw": "shaw", "t5": "bias", "alibi": "bias"}.get(scheme, "plain")
-    return [kind] * n_layers
-
-
-def _check_tokens(tokens, vocab_size: int, device) -> torch.Tensor:
-    if not isinstance(tokens, torch.Tensor) or tokens.dtype not in (torch.int64, torch.int32, torch.uint8, torch.int16):
-        raise ValueError(f"tokens must be an integer torch.Tensor of shape (batch, n), got {type(tokens).__name__}"
-                         + (f" of dtype {tokens.dtype}" if isinstance(tokens, torch.Tensor) else ""))
-    if tokens.ndim != 2 or tokens.shape[1] < 1 or tokens.shape[0] < 1:
-        raise ValueError(f"tokens must have shape (batch, n) with batch, n >= 1, got {tuple(tokens.shape)}")
-    x = tokens.to(device=device, dtype=torch.long)
-    if int(x.min()) < 0 or int(x.max()) >= vocab_size:
-        raise ValueError(f"tokens must lie in 0..{vocab_size - 1} (vocab_size), got {int(x.min())}..{int(x.max())}")
-    return x

@@ -3,21 +3,34 @@ r"""The stored results of the lab, and the one loader the chapters use.
 The full run writes its files into the ``stored`` folder of this package
 (``companion/lab/stored/``, package data), so an installed ``companion`` carries
 them and a chapter needs no checkout and no network: ``seed<k>.json`` for each
-seed (every arm's training record, extrapolation, retrieval, and the RoPE
-extension), ``lr_sweep.json`` and ``summary.json`` (time, CPU time, memory and
-machine load of the run).
+seed (every arm's training record with its learning curve, the tuning scores,
+extrapolation, retrieval, the RoPE pair norms, the masking intervention and the
+RoPE extension), ``lr_sweep.json`` and ``summary.json`` (time, CPU time, memory,
+machine load and CPU of the run, and which seeds were development and which held
+out). A run at other seeds (``python -m companion.lab --config full --seeds 17
+23``) writes the same files, without the sweep, into a folder of its own.
 
 :func:`load_results` reads them; :func:`per_seed` and :func:`spread` pull one
-number out of every seed and summarise it, so that a chapter quotes a mean with
-its range and asserts only what holds on every seed.
+number out of every seed and summarise it, and :mod:`companion.lab.claims` states
+what the chapters claim as functions of these records.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
+
+from .._contracts import AnyValue, Sample, contract
+
+
+def _seeds_of_the_run(self, seeds) -> None:
+    """A subset keeps seeds of this run only."""
+    missing = sorted(set(seeds) - set(self.seeds))
+    if missing:
+        raise ValueError(f"seeds must be seeds of this run ({self.seed_list()}), got {missing}")
 
 __all__ = ["STORED", "LabResults", "load_results", "per_seed", "spread", "Spread"]
 
@@ -30,7 +43,7 @@ class LabResults:
     """The stored run: ``seeds`` (seed -> record), ``lr_sweep``, ``summary`` and the ``folder`` read."""
 
     seeds: dict
-    lr_sweep: dict
+    lr_sweep: dict | None
     summary: dict
     folder: Path
 
@@ -48,12 +61,28 @@ class LabResults:
         """The seeds, in order."""
         return sorted(self.seeds)
 
+    @property
+    def development_seeds(self) -> list[int]:
+        """The seeds of this run that the claims were written from."""
+        return [s for s in self.seed_list() if s in self.summary["development_seeds"]]
+
+    @property
+    def held_out_seeds(self) -> list[int]:
+        """The seeds of this run that were trained only after the claims were frozen."""
+        return [s for s in self.seed_list() if s in self.summary["held_out_seeds"]]
+
+    @contract(_seeds_of_the_run)
+    def subset(self, seeds: AnyValue) -> "LabResults":
+        """The same run restricted to ``seeds``."""
+        return LabResults({s: self.seeds[s] for s in seeds}, self.lr_sweep, self.summary, self.folder)
+
 
 def load_results(folder=None) -> LabResults:
-    """Read the stored results from ``folder`` (default ``STORED``, the package's own).
+    """Read the results of a run from ``folder`` (default ``STORED``, the package's own).
 
-    ``ValueError`` if a seed file, ``lr_sweep.json`` or ``summary.json`` is missing,
-    or if the files disagree about the configuration or the code fingerprint.
+    ``ValueError`` if ``summary.json`` or a seed file of the run is missing, or if
+    the files disagree about the configuration or the code fingerprint.
+    ``lr_sweep`` is ``None`` for a run without the sweep (a run at new seeds).
     """
     folder = STORED if folder is None else Path(folder)
     summary_path = folder / "summary.json"
@@ -61,16 +90,15 @@ def load_results(folder=None) -> LabResults:
         raise ValueError(f"folder must hold the lab's summary.json; none in {folder}")
     summary = json.loads(summary_path.read_text())
     seeds = {}
-    for seed in summary["config"]["seeds"]:
+    for seed in summary["seeds"]:
         path = folder / f"seed{seed}.json"
         if not path.is_file():
             raise ValueError(f"folder must hold seed{seed}.json for every seed of the run; missing in {folder}")
         seeds[seed] = json.loads(path.read_text())
     sweep_path = folder / "lr_sweep.json"
-    if not sweep_path.is_file():
-        raise ValueError(f"folder must hold lr_sweep.json; missing in {folder}")
-    lr_sweep = json.loads(sweep_path.read_text())
-    for name, record in [*((f"seed{s}", r) for s, r in seeds.items()), ("lr_sweep", lr_sweep)]:
+    lr_sweep = json.loads(sweep_path.read_text()) if sweep_path.is_file() else None
+    records = [*((f"seed{s}", r) for s, r in seeds.items())] + ([("lr_sweep", lr_sweep)] if lr_sweep else [])
+    for name, record in records:
         if record["config"] != summary["config"] or record["code_fingerprint"] != summary["code_fingerprint"]:
             raise ValueError(f"{name}.json comes from another run than summary.json in {folder}")
     return LabResults(seeds=seeds, lr_sweep=lr_sweep, summary=summary, folder=folder)
@@ -109,11 +137,9 @@ class Spread:
         return f"{self.mean:.{digits}f} [{self.low:.{digits}f}-{self.high:.{digits}f}]"
 
 
-def spread(values) -> Spread:
+@contract
+def spread(values: Annotated[np.ndarray, Sample(finite=False)]) -> Spread:
     """The :class:`Spread` of numbers (``ValueError`` on an empty list or a missing value)."""
-    values = list(values)
-    if not values or any(v is None for v in values):
-        raise ValueError(f"values must be a non-empty list of numbers (one per seed), got {values}")
-    a = np.asarray(values, dtype=np.float64)
+    a = values
     sd = float(a.std(ddof=1)) if a.size > 1 else 0.0
     return Spread(float(a.mean()), float(a.min()), float(a.max()), sd, tuple(float(v) for v in a))

@@ -19,19 +19,43 @@ progress bar (tqdm's ``tqdm.auto``: a widget in a notebook, a text line elsewher
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Annotated, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from .. import _checks
+from .._contracts import (AnyValue, Count, Flag, Function, Functions, Label, Model, NonNegative, NonNegativeReal,
+                          Positive, Seed, contract, rule)
 from . import data
 
 __all__ = ["default_device", "lr_at", "train", "text_batches", "task_batches", "mixed_batches"]
 
-Batches = Callable[[int, torch.Generator], tuple]
+Batches = Annotated[Callable[[int, torch.Generator], tuple],
+                    Function("a function batches(step, generator) -> (x, y)")]
+#: A generator of :mod:`companion.lab.data`.
+TaskMaker = Annotated[Callable, Function("a task generator such as companion.lab.data.retrieval")]
+
+
+def _step_before_end(step, steps) -> None:
+    """``step`` counts from 0 and comes before ``steps``."""
+    if step >= steps:
+        raise ValueError(f"step must be an integer in 0..{steps - 1}, got {step!r}")
+
+
+def _callback_when_every(every, callback) -> None:
+    """A learning curve (``every > 0``) needs the function that records it."""
+    if every and not callable(callback):
+        raise ValueError("callback must be a function callback(step, model) when every > 0")
+
+
+def _stream_longer_than(stream: str, length: str):
+    """A rule: the 1-D token stream ``stream`` holds a window of ``length + 1`` tokens and a place to start it."""
+    def check(data, n):
+        if data.numel() < n + 2:
+            raise ValueError(f"{length} must be below the size of {stream} ({data.numel()} tokens), got {n}")
+    return rule((stream, length), check)
 
 
 def default_device() -> torch.device:
@@ -39,7 +63,9 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def lr_at(step: int, steps: int, peak: float, warmup: int, min_ratio: float = 0.1) -> float:
+@contract(_step_before_end)
+def lr_at(step: NonNegative, steps: Count, peak: Positive, warmup: NonNegative,
+          min_ratio: NonNegativeReal = 0.1) -> float:
     r"""The learning rate at ``step`` (0-based): linear warmup, then cosine decay.
 
     .. math::
@@ -53,22 +79,17 @@ def lr_at(step: int, steps: int, peak: float, warmup: int, min_ratio: float = 0.
     :math:`r` (``min_ratio``): :math:`\eta` at the end of warmup, :math:`r\eta` at the
     last step.
     """
-    steps = _checks.positive_int("steps", steps)
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < steps:
-        raise ValueError(f"step must be an integer in 0..{steps - 1}, got {step!r}")
-    peak = _checks.positive_float("peak", peak)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
-    min_ratio = _checks.at_least("min_ratio", min_ratio, 0.0)
     if step < warmup:
         return peak * (step + 1) / warmup
     progress = (step - warmup) / max(1, steps - warmup - 1)
     return peak * (min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0))))
 
 
-def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warmup: int | None = None,
-          weight_decay: float = 0.1, min_ratio: float = 0.1, grad_clip: float = 1.0, seed: int = 0,
-          device=None, progress: bool = True, label: str = "train") -> list[float]:
+@contract(_callback_when_every)
+def train(model: Model, batches: Batches, steps: Count, lr: Positive = 3e-3, warmup: NonNegative | None = None,
+          weight_decay: NonNegativeReal = 0.1, min_ratio: NonNegativeReal = 0.1, grad_clip: NonNegativeReal = 1.0,
+          seed: Seed = 0, device: AnyValue = None, progress: Flag = True, label: Label = "train",
+          every: NonNegative = 0, callback: AnyValue = None) -> list[float]:
     r"""Train ``model`` for ``steps`` AdamW steps; return the loss of every step.
 
     Parameters
@@ -88,23 +109,17 @@ def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warm
         with ``torch.manual_seed`` before building it).
     device : ``None`` for :func:`default_device`.
     progress : show a tqdm progress bar with the running loss (``label`` names it).
+    every, callback : after every ``every``-th step (steps ``every``, ``2 every``,
+        ...), ``callback(step, model)`` is called, with ``step`` the number of steps
+        done (a learning curve); the model is put back in training mode afterwards.
+        The callback cannot change the training: it draws nothing from the batch
+        generator.
 
     Returns
     -------
     list of ``steps`` floats, the training loss at each step.
     """
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not callable(batches):
-        raise ValueError("batches must be a function batches(step, generator) -> (x, y)")
-    steps = _checks.positive_int("steps", steps)
-    lr = _checks.positive_float("lr", lr)
     warmup = steps // 10 if warmup is None else warmup
-    lr_at(0, steps, lr, warmup, min_ratio)  # validates warmup and min_ratio
-    weight_decay = _checks.at_least("weight_decay", weight_decay, 0.0)
-    grad_clip = _checks.at_least("grad_clip", grad_clip, 0.0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
     device = default_device() if device is None else torch.device(device)
     model.to(device).train()
     optimizer = _adamw(model, lr, weight_decay)
@@ -122,6 +137,9 @@ def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warm
             nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
         optimizer.step()
         history.append(float(loss.detach()))
+        if every and (step + 1) % every == 0:
+            callback(step + 1, model)
+            model.train()
         if progress and step % 20 == 0:
             bar.set_postfix(loss=f"{history[-1]:.3f}", refresh=False)
     bar.close()
@@ -129,11 +147,9 @@ def train(model: nn.Module, batches: Batches, steps: int, lr: float = 3e-3, warm
     return history
 
 
-def text_batches(stream: torch.Tensor, batch_size: int, length: int) -> Batches:
+@contract(_stream_longer_than("stream", "length"))
+def text_batches(stream: data.TokenStream, batch_size: Count, length: Count) -> Batches:
     """Batches of random text windows: ``batches(step, g)`` is :func:`companion.lab.data.text_batch`."""
-    batch_size = _checks.positive_int("batch_size", batch_size)
-    length = _checks.positive_int("length", length)
-    data.text_batch(stream, 1, length, torch.Generator())  # validates stream and length now
 
     def batches(step: int, generator: torch.Generator):
         return data.text_batch(stream, batch_size, length, generator)
@@ -141,18 +157,15 @@ def text_batches(stream: torch.Tensor, batch_size: int, length: int) -> Batches:
     return batches
 
 
-def task_batches(make_task: Callable, batch_size: int, length: int, **options) -> Batches:
+@contract
+def task_batches(make_task: TaskMaker, batch_size: Count, length: Count, **options) -> Batches:
     r"""Batches of a synthetic task, loss on the answers only (:func:`companion.lab.data.task_batch`).
 
     ``make_task(n_examples, length + 1, seed=..., **options)`` is a generator of
     :mod:`companion.lab.data` (e.g. :func:`companion.lab.data.retrieval`); each batch draws
     its seed from the training generator, so the model reads ``length`` tokens.
     """
-    if not callable(make_task):
-        raise ValueError("make_task must be a task generator such as companion.lab.data.retrieval")
-    batch_size = _checks.positive_int("batch_size", batch_size)
-    length = _checks.positive_int("length", length)
-    make_task(1, length + 1, seed=0, **options)  # validates the options now
+    make_task(1, length + 1, seed=0, **options)  # the generator's own contract checks the options now
 
     def batches(step: int, generator: torch.Generator):
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
@@ -161,10 +174,10 @@ def task_batches(make_task: Callable, batch_size: int, length: int, **options) -
     return batches
 
 
-def mixed_batches(*sources: Batches) -> Batches:
+@contract
+def mixed_batches(*sources: Annotated[tuple, Functions("batch functions batches(step, generator) -> (x, y)")]) \
+        -> Batches:
     """Alternate between batch sources: step ``t`` uses ``sources[t % len(sources)]``."""
-    if not sources or not all(callable(s) for s in sources):
-        raise ValueError("sources must be one or more batch functions batches(step, generator) -> (x, y)")
 
     def batches(step: int, generator: torch.Generator):
         return sources[step % len(sources)](step, generator)

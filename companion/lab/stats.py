@@ -1,0 +1,183 @@
+r"""The statistics the lab's claims are stated with: intervals over seeds, files and examples.
+
+The lab has three sources of noise, and each gets its own instrument:
+
+- **seeds** (the training run): a number measured on each of ``s`` seeds is
+  summarised by its mean and a Student-*t* interval (:func:`mean_interval`); two
+  arms trained on the same seeds are compared by the per-seed differences
+  (:func:`paired_difference`), with a sign test for the direction
+  (:func:`sign_test`);
+- **files** (the held-out text): the perplexity of one model is resampled by whole
+  files, not by windows, because windows of one file are alike
+  (:func:`cluster_bootstrap`; Efron & Tibshirani 1993, section 8.4, for resampling
+  the independent units);
+- **examples** (a retrieval cell of ``n`` examples): a share :math:`p` has standard
+  error :math:`\sqrt{p(1-p)/n}` (:func:`binomial_se`), and two cells differ beyond
+  noise when the gap exceeds twice the standard error of the difference
+  (:func:`clearly_above`); :func:`wilson_interval` gives an interval that stays
+  inside ``[0, 1]``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from typing import Annotated
+
+import mpmath
+import numpy as np
+
+from .._contracts import Count, Integer, Level, NonNegative, Positive, Real, Sample, contract
+
+#: Numbers, one per seed (or per cluster): a non-empty 1-D float64 array of finite values.
+Values = Annotated[np.ndarray, Sample()]
+#: A share (an accuracy, a copier's level): a finite number.
+Share = Annotated[float, Real()]
+
+
+# --- rules between arguments ------------------------------------------------------------
+
+
+def _one_per_seed(a, b) -> None:
+    """``a`` and ``b`` hold one value per seed each, the same seeds."""
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must hold one value per seed each, got {a.size} and {b.size}")
+
+
+def _successes_of_trials(k, n) -> None:
+    """At most ``n`` successes in ``n`` trials."""
+    if k > n:
+        raise ValueError(f"k and n must satisfy 0 <= k <= n, n >= 1, got k={k!r}, n={n!r}")
+
+
+def _counts_per_cluster(nll_by_cluster, tokens_by_cluster) -> None:
+    """One token count per cluster, none negative, some tokens in all."""
+    if nll_by_cluster.shape != tokens_by_cluster.shape or np.any(tokens_by_cluster < 0) or \
+            tokens_by_cluster.sum() <= 0:
+        raise ValueError("nll_by_cluster and tokens_by_cluster must be equal-length arrays with positive token counts")
+
+__all__ = ["Interval", "t_quantile", "mean_interval", "paired_difference", "sign_test", "binomial_se",
+           "difference_se", "clearly_above", "wilson_interval", "cluster_bootstrap"]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a two-sided interval at ``level``, from ``n`` values."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    level: float = 0.95
+
+    def format(self, digits: int = 2) -> str:
+        """``"estimate [low, high]"`` with ``digits`` decimals."""
+        return f"{self.estimate:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+@contract
+def t_quantile(level: Level, df: Count) -> float:
+    r"""The two-sided Student-*t* critical value: :math:`P(|T_{df}| \le t) = \text{level}`.
+
+    From the regularised incomplete beta function,
+    :math:`P(|T| > t) = I_{df/(df + t^2)}(df/2, 1/2)` (mpmath's ``betainc``), solved
+    for :math:`t` by bisection.
+    """
+    def tail(t):   # P(|T| > t), decreasing in t
+        return float(mpmath.betainc(df / 2, 0.5, 0, df / (df + t * t), regularized=True))
+
+    low, high = 0.0, 1.0
+    while tail(high) > 1 - level:
+        high *= 2
+    for _ in range(100):   # bisection to float precision
+        mid = (low + high) / 2
+        low, high = (mid, high) if tail(mid) > 1 - level else (low, mid)
+    return (low + high) / 2
+
+
+@contract
+def mean_interval(values: Values, level: Level = 0.95) -> Interval:
+    r"""Mean of ``values`` (one per seed) with the Student-*t* interval :math:`\bar x \pm t\, s/\sqrt n`."""
+    a = values
+    if a.size == 1:
+        return Interval(float(a[0]), float(a[0]), float(a[0]), 1, level)
+    half = t_quantile(level, a.size - 1) * a.std(ddof=1) / math.sqrt(a.size)
+    return Interval(float(a.mean()), float(a.mean() - half), float(a.mean() + half), int(a.size), level)
+
+
+@contract(_one_per_seed)
+def paired_difference(a: Values, b: Values, level: Level = 0.95) -> Interval:
+    """The mean of the per-seed differences ``a - b`` with its *t* interval (the same seeds, in order)."""
+    return mean_interval(a - b, level)
+
+
+@contract
+def sign_test(differences: Values) -> float:
+    r"""Two-sided exact sign test: the probability of a split at least this uneven if each sign were a fair coin.
+
+    Zeros are dropped. :math:`p = \min(1, 2 \sum_{i \le \min(k, m - k)} \binom{m}{i} 2^{-m})` for
+    ``k`` positive among ``m`` non-zero differences.
+    """
+    d = differences[differences != 0]
+    m = d.size
+    if m == 0:
+        return 1.0
+    k = int((d > 0).sum())
+    tail = sum(math.comb(m, i) for i in range(min(k, m - k) + 1)) / 2 ** m
+    return min(1.0, 2 * tail)
+
+
+@contract
+def binomial_se(p: Share, n: Count) -> float:
+    r"""Standard error :math:`\sqrt{p(1-p)/n}` of a share ``p`` of ``n`` independent examples."""
+    return math.sqrt(max(p * (1 - p), 0.0) / n)
+
+
+def difference_se(p1: float, n1: int, p2: float, n2: int) -> float:
+    r"""Standard error of :math:`p_1 - p_2` for two independent cells, :math:`\sqrt{p_1(1-p_1)/n_1 + p_2(1-p_2)/n_2}`."""
+    return math.sqrt(binomial_se(p1, n1) ** 2 + binomial_se(p2, n2) ** 2)
+
+
+def clearly_above(p1: float, n1: int, p2: float, n2: int, k: float = 2.0) -> bool:
+    r"""Whether cell 1 beats cell 2 by more than ``k`` standard errors of their difference.
+
+    A floor of :math:`1/n` per cell keeps two cells at exactly 0 and 1 from having a
+    zero standard error: the difference must exceed
+    :math:`k\sqrt{\tilde p_1(1-\tilde p_1)/n_1 + \tilde p_2(1-\tilde p_2)/n_2}` with
+    :math:`\tilde p` clipped to :math:`[1/n, 1 - 1/n]`.
+    """
+    q1 = min(max(p1, 1 / n1), 1 - 1 / n1)
+    q2 = min(max(p2, 1 / n2), 1 - 1 / n2)
+    return p1 - p2 > k * difference_se(q1, n1, q2, n2)
+
+
+@contract(_successes_of_trials)
+def wilson_interval(k: NonNegative, n: Count, level: Level = 0.95) -> Interval:
+    r"""Wilson's score interval for ``k`` successes in ``n`` trials (Wilson 1927)."""
+    z = float(mpmath.sqrt(2) * mpmath.erfinv(level))
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n, level)
+
+
+@contract(_counts_per_cluster)
+def cluster_bootstrap(nll_by_cluster: Values, tokens_by_cluster: Values, n_resamples: Count = 1000,
+                      seed: Annotated[int, Integer(0)] = 0, level: Level = 0.95) -> list[float]:
+    r"""Percentile interval of a perplexity, resampling whole clusters (files) with replacement.
+
+    ``nll_by_cluster[c]`` is the summed negative log-likelihood of the tokens of
+    cluster ``c`` and ``tokens_by_cluster[c]`` their number; a resample draws as many
+    clusters as there are and takes :math:`\exp(\sum \ell_c / \sum t_c)`. With few
+    clusters the interval is coarse, and honest about it: it measures how much the
+    perplexity depends on which files were held out.
+    """
+    nll, count = nll_by_cluster, tokens_by_cluster
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, nll.size, size=(n_resamples, nll.size))
+    ppl = np.exp(nll[index].sum(axis=1) / np.maximum(count[index].sum(axis=1), 1))
+    low, high = np.quantile(ppl, [(1 - level) / 2, (1 + level) / 2])
+    return [float(low), float(high)]
