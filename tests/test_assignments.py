@@ -317,15 +317,15 @@ def test_command_line_generates_lists_and_grades(tmp_path, graded, monkeypatch, 
     assert assignments.main(["grade", "autograder.zip", "right.ipynb", "=cmd|calc.ipynb",
                              "--csv", str(csv_path)]) == 0
     out = capsys.readouterr().out
-    assert "right.ipynb: 10 / 10" in out and "=cmd|calc.ipynb: 0 / 10" in out
+    assert "right.ipynb: 12 / 12" in out and "=cmd|calc.ipynb: 0 / 12" in out
     assert "CheckFailed: rope_rotate(x, positions): returned None" in out
     assert "review: 1 finding(s) to read (they do not change the grade)\n      code cell 3 ('x'): calls exec()" in out
     data = csv_path.read_bytes()
     assert f"wrote {csv_path} (SHA-256 {hashlib.sha256(data).hexdigest()})" in out
     rows = data.decode().splitlines()
-    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,total,review"
-    assert rows[1] == "right.ipynb,3.0,2.0,3.0,2.0,10.0,0"
-    assert rows[2] == "'=cmd|calc.ipynb,0.0,0.0,0.0,0.0,0.0,1", "a file name is not a spreadsheet formula"
+    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,ex-03-aim,total,review"
+    assert rows[1] == "right.ipynb,3.0,2.0,3.0,2.0,2.0,12.0,0"
+    assert rows[2] == "'=cmd|calc.ipynb,0.0,0.0,0.0,0.0,0.0,0.0,1", "a file name is not a spreadsheet formula"
 
 
 def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, graded, monkeypatch, capsys):
@@ -355,11 +355,11 @@ def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, g
     assert "other-chapter.ipynb: could not grade: refused: this notebook is for assignment '04_alibi', " \
            "not '03_rope'" in out
     assert "loop.ipynb: could not grade: still running after 30 s" in out
-    assert "right.ipynb: 10 / 10" in out
+    assert "right.ipynb: 12 / 12" in out
     rows = csv_path.read_text().splitlines()
-    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,total,review,error"
+    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,ex-03-aim,total,review,error"
     assert [row.split(",")[0].rsplit("/", 1)[-1] for row in rows[1:]] == names
-    assert rows[4].endswith("right.ipynb,3.0,2.0,3.0,2.0,10.0,0,")
+    assert rows[4].endswith("right.ipynb,3.0,2.0,3.0,2.0,2.0,12.0,0,")
 
 
 AGREEMENT_LESSON = "01_absolute_positions"

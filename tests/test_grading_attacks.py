@@ -57,6 +57,7 @@ GARBAGE = {
         "ex-03-convert": "convert = np.zeros(32, dtype=int)",
         "ex-03-base": ("slowest_degrees = {10_000: 0.0, 500_000: 0.0}\n"
                        "pairs_under_one_turn = {10_000: 0, 500_000: 0}"),
+        "ex-03-aim": "weights = {(0,): 0.0, (0, 1): 0.0, (0, 1, 2): 0.0, (7,): 0.0}\npairs_needed = 0",
     },
     "04_alibi": {
         "ex-04-slopes": "def alibi_slopes(n_heads):\n    return np.zeros(n_heads)",
@@ -329,6 +330,9 @@ class Chapter:
     def __init__(self, lesson: str, out: Path):
         self.lesson, self.folder = lesson, assignments.generate(ROOT / "lessons" / f"{lesson}.ipynb", out)
         self.autograder = self.folder / "autograder" / "autograder.zip"
+        #: The autograded questions' points, in the notebook's order: full marks is their sum.
+        self.points = assignments.grading.Autograder.load(self.autograder).points
+        self.full = round(sum(self.points.values()))
         self.student = nbformat.read(self.folder / "student" / f"{lesson}.ipynb", as_version=4)
         self.solution = nbformat.read(self.folder / "autograder" / f"{lesson}.ipynb", as_version=4)
         self.code = [c for c in self.student["cells"] if c["cell_type"] == "code"]
@@ -493,8 +497,10 @@ def test_attacks_on_chapter_3(chapters, tmp_path, capsys, monkeypatch):
     site_packages = Path(next(p for p in sys.path if p.endswith("site-packages")))
     monkeypatch.setenv("INSTRUCTOR_API_TOKEN", "fake-token-1234")
     spoil = {"ex-03-convert": SPOIL}
-    made = {  # name: (notebook, expected total out of 10, a finding the review must show)
-        "solution.ipynb": (rope.solution, 10, None),
+    # full marks, and full marks less the answer a successful attack spoils
+    full, spoiled = rope.full, rope.full - round(rope.points["ex-03-convert"])
+    made = {  # name: (notebook, expected total out of full, a finding the review must show)
+        "solution.ipynb": (rope.solution, full, None),
         "garbage.ipynb": (rope.garbage(), 0, None),
         "a1-allclose.ipynb": (rope.garbage(A1), 0, "changes np.allclose (monkeypatching a module)"),
         "a2-checks.ipynb": (rope.garbage(A2), 0, "calls setattr()"),
@@ -503,28 +509,28 @@ def test_attacks_on_chapter_3(chapters, tmp_path, capsys, monkeypatch):
         "a5-otter.ipynb": (rope.garbage(A5), 0, "changes ExceptionTestFile.run (monkeypatching a module)"),
         "a6-modules.ipynb": (rope.garbage(A6), 0, "uses sys.modules"),
         "a7-equal.ipynb": (rope.garbage(A7), 0, "changes float.__eq__ (monkeypatching a built-in type)"),
-        "a8a-exit.ipynb": (rope.trimmed_solution("raise SystemExit"), 10, "('raise SystemExit')"),
+        "a8a-exit.ipynb": (rope.trimmed_solution("raise SystemExit"), full, "('raise SystemExit')"),
         "a8c-baseexception.ipynb": (rope.garbage(answers={"ex-03-rotate": A8C}), 0, "derives from BaseException"),
         "a9-abs.ipynb": (rope.garbage(A9), 0, "changes builtins.abs (monkeypatching a module)"),
         "a10-folder.ipynb": (rope.garbage(A10), 0, "calls open()"),
         "a11-inputs.ipynb": (rope.garbage(answers={"ex-03-scaling": A11}), 0, None),
-        "p1-no-checks.ipynb": (rope.trimmed_solution(checks=False), 10, "given code cell(s)"),
+        "p1-no-checks.ipynb": (rope.trimmed_solution(checks=False), full, "given code cell(s)"),
         "r1-loot.ipynb": (rope.trimmed_solution(
             _with(R1, SECRETS=[str(secret), str(victim_a), str(rope.autograder), str(Path.home() / ".bash_history")],
-                  LOOT=str(loot), PORT=listener.port), answers={"ex-03-rotate": R1_MESSAGE}, after=spoil), 7,
+                  LOOT=str(loot), PORT=listener.port), answers={"ex-03-rotate": R1_MESSAGE}, after=spoil), spoiled,
             "the run reported: socket.connect"),
         "d1-csv.ipynb": (rope.garbage(_with(D1, CSV=str(csv_path))), 0, "imports subprocess"),
         "d2-autograder.ipynb": (rope.garbage(_with(D2, AUTOGRADER=str(rope.autograder))), 0,
                                 "names autograder in a string"),
-        "d3-others.ipynb": (rope.trimmed_solution(_with(D3, VICTIM_A=str(victim_a), VICTIM_B=str(victim_b))), 10,
+        "d3-others.ipynb": (rope.trimmed_solution(_with(D3, VICTIM_A=str(victim_a), VICTIM_B=str(victim_b))), full,
                             "uses os.remove"),
-        "victim-a.ipynb": (rope.trimmed_solution(), 10, None),
-        "victim-b.ipynb": (rope.trimmed_solution(), 10, None),
-        "d4-pth.ipynb": (rope.trimmed_solution(D4), 10, "names .pth in a string"),
-        "d5-limits.ipynb": (rope.trimmed_solution(D5, after=spoil), 10, "imports subprocess"),
+        "victim-a.ipynb": (rope.trimmed_solution(), full, None),
+        "victim-b.ipynb": (rope.trimmed_solution(), full, None),
+        "d4-pth.ipynb": (rope.trimmed_solution(D4), full, "names .pth in a string"),
+        "d5-limits.ipynb": (rope.trimmed_solution(D5, after=spoil), full, "imports subprocess"),
         "d8-flood.ipynb": (rope.garbage(answers={"ex-03-scaling": GARBAGE["03_rope"]["ex-03-scaling"] + "\n" + D8}),
                            0, "imports sys"),
-        "d10-takeover.ipynb": (rope.trimmed_solution(D10, after=spoil), 10, "imports glob"),
+        "d10-takeover.ipynb": (rope.trimmed_solution(D10, after=spoil), full, "imports glob"),
         "victim-d10.ipynb": (rope.garbage(), 0, None),
         "x1-pickle.ipynb": (rope.garbage(answers={"ex-03-rotate": _with(X1, MARKER=str(marker))}), None,
                             "calls open()"),
@@ -576,22 +582,22 @@ def test_attacks_on_chapter_3(chapters, tmp_path, capsys, monkeypatch):
     for name, (_, total, finding) in made.items():
         block = blocks[name]
         if total is None:  # X1: its run broke off, or it scored nothing
-            assert "could not grade: the notebook's run broke off" in block or f"{name}: 0 / 10" in block, block
+            assert "could not grade: the notebook's run broke off" in block or f"{name}: 0 / {full}" in block, block
         elif total == "broke off":  # A8b: the run ended its own process before the end
             assert f"{name}: could not grade: the notebook's run broke off before the end" in block, block
             continue
         else:
-            assert f"{name}: {total} / 10" in block, block
+            assert f"{name}: {total} / {full}" in block, block
             assert rows[name]["total"] == f"{total:.1f}", name
         if finding:
             assert finding in block, f"{name}: the review does not show {finding!r}:\n{block}"
     for name, reason in refused.items():
         assert f"{name}: could not grade: refused: " in blocks[name] and reason in blocks[name], blocks[name]
         assert rows[name]["error"].startswith("refused: "), name
-    assert "f8-export.zip: 10 / 10" in blocks["f8-export.zip"] and not Path("/tmp/f8").exists()
+    assert f"f8-export.zip: {full} / {full}" in blocks["f8-export.zip"] and not Path("/tmp/f8").exists()
     assert "review" not in blocks["solution.ipynb"], "the honest solution has nothing to review"
     # A8c: every question is graded; the exception's type is named, no more
-    assert blocks["a8c-baseexception.ipynb"].count(" / ") == 5
+    assert blocks["a8c-baseexception.ipynb"].count(" / ") == 1 + len(rope.points)
     assert "Escape in the submitted code" in blocks["a8c-baseexception.ipynb"]
     # A11: the checks build their own q and k: the redefined inputs change nothing
     assert "ex-03-scaling                    0 / 2" in blocks["a11-inputs.ipynb"]
