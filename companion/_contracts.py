@@ -90,8 +90,18 @@ class Kind:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if v is not None and v is not False and v != "")
+        shown = ", ".join(f"{k}={_shown(v)}" for k, v in vars(self).items()
+                          if v is not None and v is not False and v != "")
         return f"{type(self).__name__}({shown})"
+
+
+def _shown(value) -> str:
+    """A value as a signature on the reference pages shows it: a class by its name."""
+    if isinstance(value, type):
+        return value.__name__
+    if isinstance(value, tuple) and value and all(isinstance(v, type) for v in value):
+        return "(" + ", ".join(v.__name__ for v in value) + ")"
+    return repr(value)
 
 
 class Integer(Kind):
@@ -443,6 +453,9 @@ class InstanceOf(Kind):
 
     def __init__(self, types, what: str, error: type = TypeError):
         self.types, self.what, self.error = types, what, error
+
+    def __repr__(self) -> str:
+        return f"InstanceOf({_shown(self.types)})"
 
     def __call__(self, name, value):
         if not isinstance(value, self.types):

@@ -7,7 +7,7 @@ and returns a :class:`Verdict`: whether the claim holds on *those* seeds, the
 sentence it states, and the numbers behind it. The functions never name a seed, so
 they can be run on seeds nobody has looked at::
 
-    python -m companion.lab --config full --seeds 17 23     # runs two new seeds, prints every verdict
+    python -m companion.lab --config full --seeds 17 23    # two new seeds, every verdict
 
 **How a claim is stated.** "On every seed" only with a margin the spread of the
 development seeds allows; otherwise as a rate ("on at least 7 of 10 seeds"), as a
