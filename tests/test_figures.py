@@ -126,3 +126,14 @@ def test_the_fallback_names_its_figure():
         widget = make()
         assert f'data-fallback-for="{widget.figure_name()}"' in widget.fallback_html()
         assert widget.figure_name() == make.__name__
+
+
+def test_the_scripts_palette_is_the_packages():
+    """The drawing scripts and the Python side (plots and fallbacks) name the same colours:
+    ``_common.js`` keeps its own copy of ``PALETTE``, so a colour changed on one side only
+    would draw a figure's line in one colour and the prose's name for it in another."""
+    from companion.figures._base import PALETTE
+
+    script = (Path(companion.figures.__file__).parent / "_common.js").read_text(encoding="utf-8")
+    block = re.search(r"const PALETTE = \{(.*?)\};", script, re.S).group(1)
+    assert dict(re.findall(r'(\w+): "(#[0-9A-Fa-f]{6})"', block)) == PALETTE
