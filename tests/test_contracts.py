@@ -218,10 +218,12 @@ MATH_MODULES = ["attention", "absolute", "relative", "rope", "alibi", "nope", "s
                 "interpolation", "sampling", "configs", "precision", "symbolic"]
 
 
-def _public_definitions():
-    for module in MATH_MODULES:
-        tree = ast.parse((PACKAGE / f"{module}.py").read_text())
-        public = set(bad_inputs.MODULES[module].__all__)
+def _public_definitions(folder: Path, modules, public_names):
+    """``(name, node)`` of each public function of ``modules`` in ``folder``, and of each public
+    method (``__init__`` included) of their public classes; ``public_names(module)`` is its ``__all__``."""
+    for module in modules:
+        tree = ast.parse((folder / f"{module}.py").read_text())
+        public = set(public_names(module))
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name in public:
                 yield f"{module}.{node.name}", node
@@ -231,9 +233,13 @@ def _public_definitions():
                         yield f"{module}.{node.name}.{item.name}", item
 
 
+def _math_definitions():
+    return _public_definitions(PACKAGE, MATH_MODULES, lambda module: bad_inputs.MODULES[module].__all__)
+
+
 def test_no_public_function_checks_its_arguments_in_its_body():
     checking = []
-    for name, node in _public_definitions():
+    for name, node in _math_definitions():
         for sub in ast.walk(node):
             if isinstance(sub, ast.Raise) or (isinstance(sub, ast.Call) and "_contracts" in ast.unparse(sub.func)):
                 checking.append(f"{name} (line {sub.lineno})")
@@ -260,16 +266,8 @@ LAB_STATE_CHECKS = {
 def _lab_definitions():
     import importlib
 
-    for module in LAB_MODULES:
-        tree = ast.parse((PACKAGE / "lab" / f"{module}.py").read_text())
-        public = set(importlib.import_module(f"companion.lab.{module}").__all__)
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name in public:
-                yield f"{module}.{node.name}", node
-            if isinstance(node, ast.ClassDef) and node.name in public:
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and (not item.name.startswith("_") or item.name == "__init__"):
-                        yield f"{module}.{node.name}.{item.name}", item
+    return _public_definitions(PACKAGE / "lab", LAB_MODULES,
+                               lambda module: importlib.import_module(f"companion.lab.{module}").__all__)
 
 
 def test_no_public_function_of_the_lab_checks_its_arguments_in_its_body():
