@@ -131,14 +131,25 @@ def is_zero_matrix(M: Matrix) -> bool:
 def is_zero(expr: Expression) -> bool:
     r"""True when ``expr`` (an expression or a matrix) simplifies to exactly 0.
 
-    Tries ``sympy.simplify``, then expands trigonometric and exponential
-    functions (``expand_trig``, ``rewrite(exp)``) for identities that ``simplify``
-    leaves in another form. A ``False`` means SymPy found no proof, not that the
-    identity is false; the chapters assert ``True``.
+    Tries the cheap exact rewritings first: multiplying out (``expand``), which
+    settles polynomial identities, and multiplying out after writing sines and cosines
+    as exponentials (``rewrite(exp)``), which settles every identity between
+    trigonometric polynomials in integer multiples of one angle, since both sides
+    become the same polynomial in :math:`e^{i\varphi}`. Then ``sympy.simplify``, then
+    the two expansions (``expand_trig``, ``rewrite(exp)``) simplified, for identities
+    that ``simplify`` leaves in another form. Each step rewrites ``expr`` into an equal
+    expression, so a 0 from any of them is a proof. A ``False`` means SymPy found no
+    proof, not that the identity is false; the chapters assert ``True``.
     """
     if isinstance(expr, sp.MatrixBase):
         return is_zero_matrix.__wrapped__(expr)
     expr = sp.sympify(expr)
+    # a polynomial identity, multiplied out
+    if sp.expand(expr) == 0:
+        return True
+    # a trigonometric one: cos x = (e^{ix} + e^{-ix}) / 2, sin x = (e^{ix} - e^{-ix}) / 2i, multiplied out
+    if sp.expand(expr.rewrite(sp.exp)) == 0:
+        return True
     if sp.simplify(expr) == 0:
         return True
     if sp.simplify(sp.expand(sp.expand_trig(expr))) == 0:

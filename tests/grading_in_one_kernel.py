@@ -22,7 +22,9 @@ end (its checks recorded as the grader records them, and the checks it did not r
 after its last cell), and the saved namespace is put back before the solution goes on. A
 version therefore meets the state that a fresh run of it would meet, with one
 exception: names are restored, but an object that a version's cell changes in place
-stays changed. The solution is graded last, after every version that branched off
+stays changed. The checks whose cells come before that first difference were run on
+the state the version shares with the solution there, so the version takes the
+solution's results for them, as a fresh run of it would get them at those cells. The solution is graded last, after every version that branched off
 before it, so such a change would show as the solution losing points.
 
 The checks, the support files and the settings come from the chapter's
@@ -163,8 +165,10 @@ class Versions:
         self.saved: dict | None = None
 
     def start(self, version: str) -> None:
+        """Run ``version`` from here on: the checks the solution ran so far (the cells
+        before this one, which the version shares) are its results too."""
         self.version = version
-        self.results[version] = {}
+        self.results[version] = dict(self.results.get(SOLUTION, {}))
 
     def check(self, question: str, at_end: bool = False) -> None:
         """Check one question against the namespace now, as the grader's judge does (once)."""
