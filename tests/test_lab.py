@@ -161,7 +161,7 @@ def test_no_import_circle_in_the_lab():
 
 @pytest.fixture(scope="module")
 def hashes():
-    return runner.code_hashes()
+    return runner.code_hashes_of_this_process()
 
 
 def test_fingerprint_covers_the_math_modules_the_experiments_run(hashes):

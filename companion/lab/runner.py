@@ -31,6 +31,7 @@ exactly (a test checks it on the reduced configuration).
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -138,7 +139,7 @@ def _job_name(job) -> str:
 def job_fingerprint(config="reduced") -> str:
     """SHA-256 of the configuration and of :func:`code_hashes`: two job files with the same value were computed alike."""
     cfg = get_config(config)
-    identity = {"config": cfg.to_dict(), "code_fingerprint": fingerprint.fingerprint(code_hashes())}
+    identity = {"config": cfg.to_dict(), "code_fingerprint": fingerprint.fingerprint(code_hashes_of_this_process())}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
@@ -407,9 +408,17 @@ def code_hashes() -> dict:
     return fingerprint.source_hashes(fingerprint.executed_functions(run))
 
 
+@functools.cache
+def code_hashes_of_this_process() -> dict:
+    """:func:`code_hashes`, traced once per process: the code a process runs is the code
+    it imported, so a run's parts, its assembly and its fingerprints share one trace
+    (each takes seconds) instead of tracing the jobs again for every file they stamp."""
+    return code_hashes()
+
+
 def run_metadata(name: str, cfg: LabConfig) -> dict:
     """What every stored file records: the configuration, the code, the corpus, the libraries and the machine."""
-    hashes = code_hashes()
+    hashes = dict(code_hashes_of_this_process())
     return {
         "config_name": name, "config": cfg.to_dict(), "companion_version": __version__,
         "code_fingerprint": fingerprint.fingerprint(hashes), "code_sources": hashes,
