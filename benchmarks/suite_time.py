@@ -24,7 +24,7 @@ AREAS = [
     ("grading attacks", ("test_grading_attacks.py",)),
     ("site in the browser", ("test_site.py", "test_figure_")),
     ("reader's edition run alone", ("test_reader_edition.py",)),
-    ("lab (reduced run, chapters alone)", ("test_lab.py",)),
+    ("lab (reduced run, claims)", ("test_lab.py",)),
     ("PDF checks", ("test_pdf.py",)),
 ]
 OTHER = "unit tests (companion, configurations, parity)"

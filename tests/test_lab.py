@@ -9,7 +9,6 @@ import ast
 import copy
 import json
 import math
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -239,23 +238,9 @@ def test_loader_and_spread():
         results.load_results(ROOT)
 
 
-@pytest.mark.parametrize("notebook", ["07_long_context.ipynb", "09_lab.ipynb"])
-def test_chapter_runs_alone_from_the_installed_package(notebook, tmp_path):
-    """Copied alone into an empty folder, the chapter runs in a fresh kernel: no checkout files, no network."""
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    shutil.copy(ROOT / "lessons" / notebook, tmp_path / notebook)
-    nb = nbformat.read(tmp_path / notebook, as_version=4)
-    probe = ("from companion.lab import results as _r\nimport os as _os\n"
-             "print('STORED', _r.STORED, 'CWD', _os.getcwd())")
-    nb.cells.append(nbformat.v4.new_code_cell(probe))
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
-    assert sorted(p.name for p in tmp_path.iterdir()) == [notebook]          # it wrote nothing beside itself
-    out = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
-    stored, cwd = out.split("STORED ")[1].split(" CWD ")
-    assert Path(stored.strip()) == results.STORED and Path(cwd.strip()) == tmp_path
-    assert "lessons" not in Path(stored.strip()).parts
+# Chapters 7 and 9 run alone, copied into an empty folder, from the installed package (the
+# lab's stored results as package data, nothing written beside them): every chapter does, in
+# tests/test_reader_edition.py::test_chapter_runs_alone.
 
 
 # --- the reduced run, end to end ---------------------------------------------------------

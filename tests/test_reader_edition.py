@@ -7,7 +7,9 @@
   gives the same);
 - every chapter, copied alone into an empty folder, runs from top to bottom in a fresh
   kernel of an environment where companion was installed as the setup cell installs it,
-  from a wheel of this checkout instead of the repository address.
+  from a wheel of this checkout instead of the repository address; it reads the lab's
+  stored results from the installed package, not from a checkout, and writes nothing
+  beside itself.
 """
 from __future__ import annotations
 
@@ -239,10 +241,16 @@ def test_chapter_runs_alone(chapter, reader_environment, tmp_path):
     folder.mkdir()
     shutil.copy2(reader_edition.EDITION / f"{chapter}.ipynb", folder)
     nb = nbformat.read(folder / f"{chapter}.ipynb", as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell("import companion, sys\nprint(companion.__file__)"))
+    probe = ("import companion, os\nfrom companion.lab import results\n"
+             "print(companion.__file__, results.STORED, os.getcwd(), sep='\\n')")
+    nb.cells.append(nbformat.v4.new_code_cell(probe))
     manager = KernelManager(kernel_name="reader",
                             kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(reader_environment["kernels"])]))
     client = NotebookClient(nb, km=manager, timeout=600, resources={"metadata": {"path": str(folder)}})
     client.execute(env=reader_environment["env"])
-    where = nb.cells[-1].outputs[0]["text"].strip()
+    where, stored, cwd = nb.cells[-1].outputs[0]["text"].strip().split("\n")
     assert where.startswith(str(reader_environment["venv"])), f"the kernel imported companion from {where}"
+    # the lab's stored results (chapters 7 and 9 read them) are the installed package's data
+    assert stored.startswith(str(reader_environment["venv"])) and "lessons" not in Path(stored).parts, stored
+    assert Path(cwd) == folder
+    assert sorted(p.name for p in folder.iterdir()) == [f"{chapter}.ipynb"], "it wrote nothing beside itself"
