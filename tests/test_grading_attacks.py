@@ -26,6 +26,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -668,6 +669,21 @@ def test_no_sandbox_no_grading(monkeypatch, tmp_path, capsys):
     err = capsys.readouterr().err
     assert status == 2
     assert "cannot grade: bubblewrap (bwrap) is not installed" in err and "--no-sandbox" in err
+
+
+def test_judges_start_with_every_module_of_companion_imported():
+    """The server that forks the judges imports every module of companion first (and
+    NumPy, SymPy and torch with them), so that no judge imports them again for each
+    submission: ``import companion`` alone loads none of its modules."""
+    import companion
+
+    preload = assignments.grading.JUDGE_PRELOAD
+    assert {f"companion.{name}" for name in companion.__all__} <= set(preload) and "grading.judge" in preload
+    script = ("import importlib, sys\n"
+              f"for name in {preload!r}:\n    importlib.import_module(name)\n"
+              "print(all(m in sys.modules for m in ('torch', 'sympy', 'numpy')))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT / "tools", capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
 
 
 # --- the data between the sandbox and the judge -------------------------------------------------

@@ -172,16 +172,27 @@ _SERVER_LOCK = threading.Lock()
 _SERVER = None
 
 
+#: What the judges' server imports before it forks the first judge: the judge and every
+#: module of companion, and with them NumPy, SymPy and torch. ``import companion`` alone
+#: loads no module of the package (each is imported on first use), so the package's
+#: modules are named one by one.
+JUDGE_PRELOAD = ["grading.judge", "companion.checks", "companion.symbolic", "companion.exercises",
+                 "companion.attention", "companion.absolute", "companion.relative", "companion.rope",
+                 "companion.alibi", "companion.nope", "companion.scaling", "companion.trained_range",
+                 "companion.interpolation", "companion.sampling", "companion.configs", "companion.precision",
+                 "companion.mrope", "companion.layers", "companion.sinks", "companion.remap"]
+
+
 def judges():
     """The ``multiprocessing`` context that forks each judge from one server process,
-    started once, which has imported the checks' libraries (companion, NumPy, SymPy,
-    torch): a judge then starts in milliseconds instead of seconds. The server never
-    sees a submission; each judge is a fresh fork of it."""
+    started once, which has imported the checks' libraries (:data:`JUDGE_PRELOAD`): a
+    judge then starts in milliseconds instead of importing them again, seconds for each
+    submission. The server never sees a submission; each judge is a fresh fork of it."""
     global _SERVER
     with _SERVER_LOCK:
         if _SERVER is None:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["grading.judge", "companion"])
+            context.set_forkserver_preload(JUDGE_PRELOAD)
             _SERVER = context
         return _SERVER
 
