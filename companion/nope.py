@@ -15,6 +15,7 @@ restores.
 """
 from __future__ import annotations
 
+import functools
 from typing import Annotated, NamedTuple
 
 import numpy as np
@@ -356,7 +357,20 @@ def position_probe(
     is left as it was. The training work, ``steps`` times ``n_train * n_tokens``
     rows times ``hidden * d_model``, may be at most ``2**38`` multiply-adds (160 times
     the defaults, minutes on a CPU), and ``lr`` at most 10; more is refused.
+
+    A probe is seeded, so the same arguments train the same probe: each is trained once
+    per process and kept, and a second call returns a copy of the first result (a
+    chapter's exercise and its check ask for the same probes).
     """
+    result = _trained_probe(causal, n_tokens, d_model, vocab_size, weight_std, bos, n_train, n_test, hidden,
+                            steps, lr, seed)
+    return result._replace(predicted=result.predicted.copy())
+
+
+@functools.lru_cache(maxsize=64)
+def _trained_probe(causal: bool, n_tokens: int, d_model: int, vocab_size: int, weight_std: float, bos: bool,
+                   n_train: int, n_test: int, hidden: int, steps: int, lr: float, seed: int) -> ProbeResult:
+    """The probe of :func:`position_probe`, trained (arguments already checked)."""
     outputs, _ = nope_layer_outputs.__wrapped__(
         n_train + n_test, n_tokens, causal, d_model=d_model, vocab_size=vocab_size,
         weight_std=weight_std, bos=bos, seed=seed,

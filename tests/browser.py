@@ -176,6 +176,36 @@ def open_offline(browser, base_url: str, page_path: str, viewport=DESKTOP, serve
     return page, problems
 
 
+
+class Tab:
+    """One browser tab at one viewport that opens page after page, as a reader who follows
+    links does: what the pages share (style sheets, scripts, fonts) comes from the
+    browser's cache after the first page, and the settings a page stores (the theme) stay.
+
+    :meth:`open` loads a page and returns ``(page, problems)`` as :func:`open_offline`
+    does, ``problems`` collecting only what goes wrong while that page is open. Close the
+    tab with :meth:`close`. (A page's weight needs an empty cache: :func:`open_offline`.)
+    """
+
+    def __init__(self, browser, base_url: str, viewport=DESKTOP):
+        self.base_url = base_url
+        self.page = browser.new_context(viewport=viewport).new_page()
+        self.problems = {"outside": [], "console": [], "http": []}
+        self.page.on("request", lambda request: None if request.url.startswith((base_url, "data:", "blob:"))
+                     else self.problems["outside"].append(request.url))
+        self.page.on("console", lambda msg: self.problems["console"].append(msg.text) if msg.type == "error" else None)
+        self.page.on("pageerror", lambda err: self.problems["console"].append(f"uncaught: {err}"))
+        self.page.on("response", lambda response: self.problems["http"].append(f"{response.status} {response.url}")
+                     if response.status >= 400 else None)
+
+    def open(self, page_path: str):
+        self.problems = {"outside": [], "console": [], "http": []}
+        self.page.goto(self.base_url + page_path, wait_until="load")
+        return self.page, self.problems
+
+    def close(self) -> None:
+        self.page.context.close()
+
 #: Text in the figures must reach WCAG AA contrast against what is behind it.
 TEXT_CONTRAST = 4.5
 
