@@ -135,7 +135,9 @@ def is_zero(expr: Expression) -> bool:
     settles polynomial identities, and multiplying out after writing sines and cosines
     as exponentials (``rewrite(exp)``), which settles every identity between
     trigonometric polynomials in integer multiples of one angle, since both sides
-    become the same polynomial in :math:`e^{i\varphi}`. Then ``sympy.simplify``, then
+    become the same polynomial in :math:`e^{i\varphi}`. Then, for a difference that is not
+    an identity, three points of :func:`nonzero_witness`: where one gives a clearly non-zero
+    value the answer is ``False`` at once, with no simplification. Then ``sympy.simplify``, then
     the two expansions (``expand_trig``, ``rewrite(exp)``) simplified, for identities
     that ``simplify`` leaves in another form. Each step rewrites ``expr`` into an equal
     expression, so a 0 from any of them is a proof. A ``False`` means SymPy found no
@@ -150,6 +152,9 @@ def is_zero(expr: Expression) -> bool:
     # a trigonometric one: cos x = (e^{ix} + e^{-ix}) / 2, sin x = (e^{ix} - e^{-ix}) / 2i, multiplied out
     if sp.expand(expr.rewrite(sp.exp)) == 0:
         return True
+    # not an identity: a point where it is clearly not 0 settles it, before any simplification
+    if _clearly_not_zero(expr):
+        return False
     if sp.simplify(expr) == 0:
         return True
     if sp.simplify(sp.expand(sp.expand_trig(expr))) == 0:
@@ -201,6 +206,15 @@ def nonzero_witness(expr: Expression, seed: Seed = 0, tries: Count = 20, toleran
                 where = None if shape is None else divmod(index, shape[1])
                 return Witness(values, where, value)
     return None
+
+
+def _clearly_not_zero(expr) -> bool:
+    """Whether a few points of :func:`nonzero_witness` find ``expr`` clearly not 0 (an
+    expression that cannot be evaluated there counts as not found)."""
+    try:
+        return nonzero_witness.__wrapped__(expr, seed=0, tries=3) is not None
+    except (TypeError, ValueError, ArithmeticError):
+        return False
 
 
 def _is_cos_power(e) -> bool:
