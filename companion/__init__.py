@@ -34,7 +34,7 @@ the numbers of one chapter does not wait for SymPy or the figures.
 """
 import importlib
 
-__version__ = "0.4.0"
+__version__ = "0.4.1"
 
 __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "trained_range", "interpolation",
