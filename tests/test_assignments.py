@@ -23,9 +23,11 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import os
 import re
 import shutil
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -337,8 +339,10 @@ def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, g
     nbformat.write(nbformat.read(generated["04_alibi"] / "student" / "04_alibi.ipynb", as_version=4),
                    tmp_path / "other-chapter.ipynb")
     loop = nbformat.read(folder / "student" / "03_rope.ipynb", as_version=4)
-    # It waits rather than spins, so that the other tests keep the cores meanwhile.
-    loop.cells.insert(3, nbformat.v4.new_code_cell("import time\nwhile True:\n    time.sleep(0.1)"))
+    # It waits rather than spins, so that the other tests keep the cores meanwhile; a
+    # process it starts shows whether its sandbox outlives the run.
+    loop.cells.insert(3, nbformat.v4.new_code_cell(
+        'import subprocess, time\nsubprocess.Popen(["sleep", "86398.75"])\nwhile True:\n    time.sleep(0.1)'))
     nbformat.write(loop, tmp_path / "loop.ipynb")
     real_grade = assignments.grade
     monkeypatch.setattr(assignments, "grade", lambda autograder, submission, *args: (
@@ -355,11 +359,25 @@ def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, g
     assert "other-chapter.ipynb: could not grade: refused: this notebook is for assignment '04_alibi', " \
            "not '03_rope'" in out
     assert "loop.ipynb: could not grade: still running after 10 s" in out
+    time.sleep(1)  # the kernel ends a sandbox's processes with the first of them
+    assert _processes("86398.75") == [], "the endless loop's sandbox outlived its run"
     assert "right.ipynb: 12 / 12" in out
     rows = csv_path.read_text().splitlines()
     assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,ex-03-aim,total,review,error"
     assert [row.split(",")[0].rsplit("/", 1)[-1] for row in rows[1:]] == names
     assert rows[4].endswith("right.ipynb,3.0,2.0,3.0,2.0,2.0,12.0,0,")
+
+
+def _processes(marker: str) -> list[str]:
+    """The ids of the processes whose command line holds ``marker``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
 
 
 AGREEMENT_LESSON = "01_absolute_positions"

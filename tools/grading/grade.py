@@ -150,9 +150,16 @@ class _Tail(threading.Thread):
 
 
 def _end(process: subprocess.Popen, grace: float) -> None:
-    """Give ``process`` ``grace`` seconds to exit, then kill its process group (the
-    sandbox's processes die with it), then reap it. The group is killed before the
-    process is reaped, so that its id cannot have passed to another process."""
+    """Give ``process`` ``grace`` seconds to exit, then kill the processes it started and
+    its process group, then reap it.
+
+    ``process`` is bubblewrap; the run is its child, the first process of the sandbox's own
+    process namespace, in a session of its own, and killing it ends every process of the
+    sandbox. Bubblewrap asks the kernel to end the run when bubblewrap dies, but the run
+    gives that up when it leaves root for the job's user, so the grader kills it itself
+    (found by its parent's id, before bubblewrap dies and the run passes to another
+    parent). The group is killed before the process is reaped, so that no id can have
+    passed to another process."""
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         try:
@@ -161,11 +168,33 @@ def _end(process: subprocess.Popen, grace: float) -> None:
         except ChildProcessError:
             break
         time.sleep(0.02)
+    for child in _children(process.pid):
+        try:
+            os.kill(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     process.wait()
+
+
+def _children(pid: int) -> list[int]:
+    """The ids of the processes whose parent is ``pid`` (from ``/proc``)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                # pid (command) state ppid ...: the command may hold spaces and parentheses
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
 
 
 _SERVER_LOCK = threading.Lock()
