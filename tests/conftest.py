@@ -63,6 +63,19 @@ def once_per_run(name: str, produce, tmp_path_factory):
         return value
 
 
+
+def processes_with(marker: str) -> list[str]:
+    """The ids of the processes whose command line holds ``marker`` (to show that a
+    sandboxed run left nothing behind)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
 #: Whether this run has tests that read the PDF (set at collection, the same in every worker).
 PDF_WANTED = False
 TEX_TOOLS = ("xelatex", "latexmk", "rsvg-convert", "pdfinfo", "pdftotext")

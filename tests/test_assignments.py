@@ -23,7 +23,6 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import os
 import re
 import shutil
 import sys
@@ -34,7 +33,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import once_per_run
+from conftest import once_per_run, processes_with
 from grading_in_one_kernel import grade_versions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -360,24 +359,13 @@ def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, g
            "not '03_rope'" in out
     assert "loop.ipynb: could not grade: still running after 10 s" in out
     time.sleep(1)  # the kernel ends a sandbox's processes with the first of them
-    assert _processes("86398.75") == [], "the endless loop's sandbox outlived its run"
+    assert processes_with("86398.75") == [], "the endless loop's sandbox outlived its run"
     assert "right.ipynb: 12 / 12" in out
     rows = csv_path.read_text().splitlines()
     assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,ex-03-aim,total,review,error"
     assert [row.split(",")[0].rsplit("/", 1)[-1] for row in rows[1:]] == names
     assert rows[4].endswith("right.ipynb,3.0,2.0,3.0,2.0,2.0,12.0,0,")
 
-
-def _processes(marker: str) -> list[str]:
-    """The ids of the processes whose command line holds ``marker``."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:
-            pass
-    return found
 
 
 AGREEMENT_LESSON = "01_absolute_positions"

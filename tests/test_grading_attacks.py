@@ -36,6 +36,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from conftest import processes_with
+
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("assignments", ROOT / "tools" / "assignments.py")
 assignments = importlib.util.module_from_spec(spec)
@@ -425,16 +427,6 @@ def _with(code: str, **values) -> str:
     return "".join(f"{name} = {value!r}\n" for name, value in values.items()) + code
 
 
-def _processes(marker: str) -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:
-            pass
-    return found
-
 
 class Listener(threading.Thread):
     """A server on the grading machine's loopback that records every connection."""
@@ -614,7 +606,7 @@ def test_attacks_on_chapter_3(chapters, tmp_path, capsys, monkeypatch):
     assert sorted(os.listdir(site_packages)) == before["site-packages"]
     assert not marker.exists()
     # D5: no process of a run outlives it
-    assert _processes("86399.25") == []
+    assert processes_with("86399.25") == []
     # D8: printed output and messages are bounded, and no terminal escape gets through
     assert "\x1b" not in out and max(len(line) for line in out.splitlines()) <= 320
     assert "spoofed" in blocks["d8-flood.ipynb"] and "FakeaabError" not in blocks["d8-flood.ipynb"]
