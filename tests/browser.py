@@ -54,6 +54,14 @@ class Weight:
     def budget(self) -> int:
         return WIDGET_PAGE_BUDGET if self.widgets else OTHER_PAGE_BUDGET
 
+    @classmethod
+    def of(cls, page: str, widgets: bool, served: dict[str, int]) -> "Weight":
+        """From the bytes served for each address the page asked for (each file counts once)."""
+        by_kind: dict[str, int] = {}
+        for url, size in served.items():
+            by_kind[kind_of(url)] = by_kind.get(kind_of(url), 0) + size
+        return cls(page, widgets, by_kind)
+
 
 def kind_of(url: str) -> str:
     path = url.split("?", 1)[0]
@@ -68,18 +76,25 @@ def measure(browser, base_url: str, page_path: str, site: Path, viewport=DESKTOP
     """Load ``page_path`` cold (nothing cached), scrolled to the end, and add up the bytes served."""
     served: dict[str, int] = {}
     page, _ = open_offline(browser, base_url, page_path, viewport=viewport, served=served)
-    settle_at_the_end(page)
+    settle_at_the_end(page, served)
     page.context.close()
-    return Weight(page_path, has_widgets(site, page_path), served)
+    return Weight.of(page_path, has_widgets(site, page_path), served)
 
 
-def settle_at_the_end(page) -> None:
+def settle_at_the_end(page, served: dict | None = None) -> None:
     """Scroll to the end of the page at once (not smoothly, as the theme would) and wait until it has everything it asks for: every
-    image (those further down too) and every font it uses loaded."""
+    image (those further down too) and every font it uses loaded. With ``served`` (the bytes
+    served for each address, as :func:`open_offline` records them), also wait for the icon
+    of the tab, which the browser fetches after the page, in its own time (at most 5 s)."""
     page.evaluate("window.scrollTo({top: document.body.scrollHeight, behavior: 'instant'})")
     page.wait_for_function("""() => document.readyState === 'complete'
         && [...document.images].every((image) => image.complete)
         && document.fonts.status === 'loaded'""", polling=50)
+    icon = page.evaluate("() => document.querySelector('link[rel~=icon]')?.href ?? null") if served is not None else None
+    for _ in range(200):
+        if icon is None or icon in served:
+            break
+        page.wait_for_timeout(25)
 
 
 def summary(weights: list[Weight]) -> dict[str, dict[str, float]]:
@@ -149,7 +164,7 @@ def open_offline(browser, base_url: str, page_path: str, viewport=DESKTOP, serve
     Returns ``(page, problems)``; ``problems`` collects, as they happen, requests to any
     host other than the local server (which never leave the machine: ``CHROMIUM_FLAGS``),
     console errors and uncaught exceptions, and HTTP errors. With ``served``, a dict, it
-    also adds up the bytes the local server sends, by kind of file (:func:`kind_of`).
+    also records the bytes the local server sends for each address (:meth:`Weight.of`).
     The page is returned when it has loaded (the ``load`` event).
     """
     context = browser.new_context(viewport=viewport)
@@ -165,8 +180,7 @@ def open_offline(browser, base_url: str, page_path: str, viewport=DESKTOP, serve
             problems["http"].append(f"{response.status} {response.url}")
         elif served is not None and response.url.startswith(base_url):
             # the local server sends every file whole, uncompressed, with its length
-            kind = kind_of(response.url)
-            served[kind] = served.get(kind, 0) + int(response.headers.get("content-length", 0))
+            served[response.url] = int(response.headers.get("content-length", 0))
 
     page.on("request", record_outside)
     page.on("console", lambda msg: problems["console"].append(msg.text) if msg.type == "error" else None)
@@ -182,29 +196,53 @@ class Tab:
     links does: what the pages share (style sheets, scripts, fonts) comes from the
     browser's cache after the first page, and the settings a page stores (the theme) stay.
 
+    With ``cold=True`` the tab's cache is off: every page loads each of its files again,
+    as on a first visit, and :meth:`weight` is what that visit cost (what a new browser
+    context would load; a test holds the two equal).
+
     :meth:`open` loads a page and returns ``(page, problems)`` as :func:`open_offline`
     does, ``problems`` collecting only what goes wrong while that page is open. Close the
-    tab with :meth:`close`. (A page's weight needs an empty cache: :func:`open_offline`.)
+    tab with :meth:`close`.
     """
 
-    def __init__(self, browser, base_url: str, viewport=DESKTOP):
+    def __init__(self, browser, base_url: str, viewport=DESKTOP, cold: bool = False):
         self.base_url = base_url
         self.page = browser.new_context(viewport=viewport).new_page()
         self.problems = {"outside": [], "console": [], "http": []}
+        self.served: dict[str, int] | None = None
+        if cold:
+            cdp = self.page.context.new_cdp_session(self.page)
+            cdp.send("Network.enable")
+            cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+            self.served = {}
         self.page.on("request", lambda request: None if request.url.startswith((base_url, "data:", "blob:"))
                      else self.problems["outside"].append(request.url))
         self.page.on("console", lambda msg: self.problems["console"].append(msg.text) if msg.type == "error" else None)
         self.page.on("pageerror", lambda err: self.problems["console"].append(f"uncaught: {err}"))
-        self.page.on("response", lambda response: self.problems["http"].append(f"{response.status} {response.url}")
-                     if response.status >= 400 else None)
+        self.page.on("response", self._record)
+
+    def _record(self, response) -> None:
+        if response.status >= 400:
+            self.problems["http"].append(f"{response.status} {response.url}")
+        elif self.served is not None and response.url.startswith(self.base_url):
+            self.served[response.url] = int(response.headers.get("content-length", 0))
 
     def open(self, page_path: str):
         self.problems = {"outside": [], "console": [], "http": []}
+        if self.served is not None:
+            self.served = {}
         self.page.goto(self.base_url + page_path, wait_until="load")
         return self.page, self.problems
 
+    def weight(self, site: Path, page_path: str) -> Weight:
+        """What the page just opened in this cold tab cost to load, scrolled to the end
+        (:func:`settle_at_the_end` first)."""
+        assert self.served is not None, "a tab with its cache on does not see every file a page loads"
+        return Weight.of(page_path, has_widgets(site, page_path), dict(self.served))
+
     def close(self) -> None:
         self.page.context.close()
+
 
 #: Text in the figures must reach WCAG AA contrast against what is behind it.
 TEXT_CONTRAST = 4.5

@@ -6,6 +6,7 @@ by whichever worker needs it first (:func:`once_per_run`).
 """
 from __future__ import annotations
 
+import ast
 import atexit
 import functools
 import http.server
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+import warm_kernels
 from browser import CHROMIUM_FLAGS, open_offline  # noqa: F401  (the tests import them from here too)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +78,63 @@ def processes_with(marker: str) -> list[str]:
             pass
     return found
 
+def lesson_imports() -> list[str]:
+    """Every module the lessons' code imports, in the order it first appears."""
+    found = {}
+    for lesson in sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(lesson.read_text())["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            try:
+                tree = ast.parse("".join(cell["source"]))
+            except SyntaxError:   # a cell with a shell command or magic imports nothing
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    found.update(dict.fromkeys(alias.name for alias in node.names))
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    found[node.module] = None
+    return list(found)
+
+
+def shared_folder(tmp_path_factory) -> Path:
+    """A folder of this test run that every pytest-xdist worker sees."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
+def use_warm_kernels(folder: Path, python: str, name: str = "python3") -> Path:
+    """Write the kernel specification ``name`` whose kernels ``python`` forks from a server
+    that has imported what the lessons import (tests/warm_kernels.py), in
+    ``folder/kernels``; returns ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder / f"{name}.lock")):
+        if not (folder / "kernels" / name / "kernel.json").is_file():
+            warm_kernels.write_kernel_spec(folder / "kernels", name, python, str(folder / f"{name}.sock"),
+                                           lesson_imports())
+    return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_kernel_spec(tmp_path_factory):
+    """Every kernel this test run starts by its name ``python3`` (the book build, the
+    grading) is a warm one: ``JUPYTER_PATH`` puts its specification first."""
+    folder = use_warm_kernels(shared_folder(tmp_path_factory) / "warm-kernels", sys.executable)
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(folder), os.environ.get("JUPYTER_PATH")]))
+
+
+def pytest_unconfigure(config):
+    """At the end of the run (in the process that started the workers), stop the kernel servers."""
+    if "PYTEST_XDIST_WORKER" in os.environ or not hasattr(config, "_tmp_path_factory"):
+        return
+    try:
+        base = config._tmp_path_factory.getbasetemp()
+    except Exception:
+        return
+    for pid_file in base.glob("**/warm-kernels/*.sock.pid"):
+        warm_kernels.stop_server(pid_file)
+
+
 #: Whether this run has tests that read the PDF (set at collection, the same in every worker).
 PDF_WANTED = False
 TEX_TOOLS = ("xelatex", "latexmk", "rsvg-convert", "pdfinfo", "pdftotext")
@@ -83,8 +142,7 @@ TEX_TOOLS = ("xelatex", "latexmk", "rsvg-convert", "pdfinfo", "pdftotext")
 
 def pdf_folder(tmp_path_factory) -> Path:
     """Where this run builds the PDF: shared by the pytest-xdist workers."""
-    base = tmp_path_factory.getbasetemp()
-    return (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "pdf"
+    return shared_folder(tmp_path_factory) / "pdf"
 
 
 def start_pdf_build(out: Path) -> None:

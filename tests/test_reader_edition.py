@@ -28,6 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
+from conftest import use_warm_kernels
 from nbclient.exceptions import CellExecutionError
 from packaging.requirements import Requirement
 from packaging.version import Version
@@ -220,12 +221,10 @@ def reader_environment(tmp_path_factory):
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels),
                     str(wheel), *requirements[1:]], check=True, env=env)
-    kernels = base / "kernels" / "reader"
-    kernels.mkdir(parents=True)
-    (kernels / "kernel.json").write_text(
-        '{"argv": ["%s", "-m", "ipykernel_launcher", "-f", "{connection_file}"], '
-        '"display_name": "reader", "language": "python"}' % python)
-    return {"python": python, "kernels": kernels.parent, "env": env, "venv": venv}
+    # its kernels are warm ones (tests/warm_kernels.py), forked from a server that runs
+    # in this environment, with its companion, and has imported what the chapters import
+    kernels = use_warm_kernels(base / "warm-kernels", str(python), name="reader") / "kernels"
+    return {"python": python, "kernels": kernels, "env": env, "venv": venv}
 
 
 @pytest.mark.parametrize("chapter", [
@@ -247,7 +246,10 @@ def test_chapter_runs_alone(chapter, reader_environment, tmp_path):
     manager = KernelManager(kernel_name="reader",
                             kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(reader_environment["kernels"])]))
     client = NotebookClient(nb, km=manager, timeout=600, resources={"metadata": {"path": str(folder)}})
-    client.execute(env=reader_environment["env"])
+    try:
+        client.execute(env=reader_environment["env"])
+    finally:
+        manager.shutdown_kernel(now=True)
     where, stored, cwd = nb.cells[-1].outputs[0]["text"].strip().split("\n")
     assert where.startswith(str(reader_environment["venv"])), f"the kernel imported companion from {where}"
     # the lab's stored results (chapters 7 and 9 read them) are the installed package's data

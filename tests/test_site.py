@@ -86,37 +86,35 @@ def close_drawer(page, which: str) -> None:
     page.mouse.click(x, reader.PHONE["height"] // 2)
 
 
-def check_desktop(browser, site_server, site: Path, page_path: str) -> None:
-    """At 1366 px, offline: typeset math and nothing raw, no empty header band above the page,
-    one search box, no sideways scrolling, no code cell that scrolls sideways, nothing goes
-    wrong; the interactive figures legible in both themes; scrolled to the end, within its
-    weight budget (bytes as served: pages with a figure 2 MB, other pages 1 MB)."""
-    served: dict[str, int] = {}
-    page, problems = reader.open_offline(browser, site_server, page_path, served=served)
-    try:
-        page.screenshot(path=str(SCREENSHOTS / reader.screenshot_name(page_path, "desktop")))
-        if page.locator(".math").count():
-            # typeset when the book was built: no script needed, nothing left raw
-            assert page.locator(".math > math").count() == page.locator(".math").count(), page_path
-            text = page.inner_text("article")
-            assert "\\[" not in text and "\\(" not in text and "$$" not in text, f"raw LaTeX left on {page_path}"
-        header = page.locator(".bd-header")
-        assert header.count() == 0 or (header.first.bounding_box() or {"height": 0})["height"] < 8, page_path
-        assert page.locator(".search-button-field:visible").count() <= 1, page_path
-        assert reader.horizontal_overflow(page) <= 0, page_path
-        # a line of code of up to 88 characters fits its box; longer ones break the rule
-        wide = reader.scrolling_code(page)
-        assert wide == [], f"{page_path}: {len(wide)} code cells scroll sideways at 1366 px: {wide[:4]}"
-        reader.settle_at_the_end(page)
-        if reader.has_widgets(site, page_path):
-            check_figures(page, page_path, "desktop")
-        assert problems == CLEAN, f"{page_path}: {problems}"
-        weight = reader.Weight(page_path, reader.has_widgets(site, page_path), served)
-        assert weight.total <= weight.budget, (
-            f"{page_path} weighs {weight.total / 1e6:.2f} MB, over its {weight.budget / 1e6:.0f} MB: "
-            + ", ".join(f"{kind} {size / 1e3:.0f} kB" for kind, size in sorted(served.items())))
-    finally:
-        page.context.close()
+def check_desktop(tab: reader.Tab, site: Path, page_path: str) -> None:
+    """At 1366 px, offline, opened in ``tab`` (a laptop's tab with its cache off, so that
+    each page loads as on a first visit): typeset math and nothing raw, no empty header
+    band above the page, one search box, no sideways scrolling, no code cell that scrolls
+    sideways, nothing goes wrong; the interactive figures legible in both themes; scrolled
+    to the end, within its weight budget (bytes as served: pages with a figure 2 MB, other
+    pages 1 MB)."""
+    page, problems = tab.open(page_path)
+    page.screenshot(path=str(SCREENSHOTS / reader.screenshot_name(page_path, "desktop")))
+    if page.locator(".math").count():
+        # typeset when the book was built: no script needed, nothing left raw
+        assert page.locator(".math > math").count() == page.locator(".math").count(), page_path
+        text = page.inner_text("article")
+        assert "\\[" not in text and "\\(" not in text and "$$" not in text, f"raw LaTeX left on {page_path}"
+    header = page.locator(".bd-header")
+    assert header.count() == 0 or (header.first.bounding_box() or {"height": 0})["height"] < 8, page_path
+    assert page.locator(".search-button-field:visible").count() <= 1, page_path
+    assert reader.horizontal_overflow(page) <= 0, page_path
+    # a line of code of up to 88 characters fits its box; longer ones break the rule
+    wide = reader.scrolling_code(page)
+    assert wide == [], f"{page_path}: {len(wide)} code cells scroll sideways at 1366 px: {wide[:4]}"
+    reader.settle_at_the_end(page, tab.served)
+    if reader.has_widgets(site, page_path):
+        check_figures(page, page_path, "desktop")
+    weight = tab.weight(site, page_path)
+    assert problems == CLEAN, f"{page_path}: {problems}"
+    assert weight.total <= weight.budget, (
+        f"{page_path} weighs {weight.total / 1e6:.2f} MB, over its {weight.budget / 1e6:.0f} MB: "
+        + ", ".join(f"{kind} {size / 1e3:.0f} kB" for kind, size in sorted(weight.by_kind.items())))
 
 
 def check_figures(page, page_path: str, width: str) -> None:
@@ -181,18 +179,40 @@ def check_phone(tab: reader.Tab, site: Path, page_path: str) -> None:
 
 @pytest.mark.parametrize("group", range(PAGE_GROUPS))
 def test_every_page_on_a_laptop_and_a_phone(browser, site_server, built_site, group):
-    """Every page, opened with no network at both widths (a group of them per test): on a
-    laptop each in a new browser context, with an empty cache, so that its weight is what
-    a first visit loads; on a phone one after the other in one tab, as a reader follows
-    links. Its screenshots at both widths go to ``_build/screenshots/`` for a reviewer."""
+    """Every page, opened with no network at both widths (a group of them per test), in
+    one tab per width: on a laptop with the cache off, so that each page loads as on a
+    first visit and its weight is what that visit transfers; on a phone one page after the
+    other, as a reader follows links. Its screenshots at both widths go to
+    ``_build/screenshots/`` for a reviewer."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    laptop = reader.Tab(browser, site_server, viewport=reader.DESKTOP, cold=True)
     phone = reader.Tab(browser, site_server, viewport=reader.PHONE)
     try:
         for page_path in pages_of_group(built_site, group):
-            check_desktop(browser, site_server, built_site, page_path)
+            check_desktop(laptop, built_site, page_path)
             check_phone(phone, built_site, page_path)
     finally:
+        laptop.close()
         phone.close()
+
+
+def test_a_tab_with_its_cache_off_weighs_a_page_as_a_first_visit(browser, site_server, built_site):
+    """The laptop checks weigh each page in one tab with its cache off; what they count is
+    what a new browser context, with nothing cached, loads: the same files, byte for byte.
+    Pages of each kind, opened in turn, so that the tab has loaded others before."""
+    pages = html_pages(built_site)
+    chosen = ["lessons/03_rope.html", pages[0], "lessons/09_lab.html"]
+    tab = reader.Tab(browser, site_server, viewport=reader.DESKTOP, cold=True)
+    try:
+        for page_path in chosen:
+            page, _ = tab.open(page_path)
+            reader.settle_at_the_end(page, tab.served)
+            in_the_tab = tab.weight(built_site, page_path)
+            first_visit = reader.measure(browser, site_server, page_path, built_site)
+            assert in_the_tab == first_visit, page_path
+            assert in_the_tab.by_kind["font"] > 0 and in_the_tab.by_kind["style"] > 0, page_path
+    finally:
+        tab.close()
 
 
 def test_phone_navigation_follows_a_link(browser, site_server):
