@@ -167,28 +167,9 @@ def open_offline(browser, base_url: str, page_path: str, viewport=DESKTOP, serve
     also records the bytes the local server sends for each address (:meth:`Weight.of`).
     The page is returned when it has loaded (the ``load`` event).
     """
-    context = browser.new_context(viewport=viewport)
-    page = context.new_page()
-    problems = {"outside": [], "console": [], "http": []}
-
-    def record_outside(request):
-        if not request.url.startswith((base_url, "data:", "blob:")):
-            problems["outside"].append(request.url)
-
-    def record_response(response):
-        if response.status >= 400:
-            problems["http"].append(f"{response.status} {response.url}")
-        elif served is not None and response.url.startswith(base_url):
-            # the local server sends every file whole, uncompressed, with its length
-            served[response.url] = int(response.headers.get("content-length", 0))
-
-    page.on("request", record_outside)
-    page.on("console", lambda msg: problems["console"].append(msg.text) if msg.type == "error" else None)
-    page.on("pageerror", lambda err: problems["console"].append(f"uncaught: {err}"))
-    page.on("response", record_response)
-    page.goto(base_url + page_path, wait_until="load")
-    return page, problems
-
+    tab = Tab(browser, base_url, viewport)
+    tab.served = served
+    return tab.open(page_path)
 
 
 class Tab:
@@ -230,7 +211,7 @@ class Tab:
     def open(self, page_path: str):
         self.problems = {"outside": [], "console": [], "http": []}
         if self.served is not None:
-            self.served = {}
+            self.served.clear()
         self.page.goto(self.base_url + page_path, wait_until="load")
         return self.page, self.problems
 
