@@ -135,9 +135,12 @@ def is_zero(expr: Expression) -> bool:
     settles polynomial identities, and multiplying out after writing sines and cosines
     as exponentials (``rewrite(exp)``), which settles every identity between
     trigonometric polynomials in integer multiples of one angle, since both sides
-    become the same polynomial in :math:`e^{i\varphi}`. Then, for a difference that is not
-    an identity, three points of :func:`nonzero_witness`: where one gives a clearly non-zero
-    value the answer is ``False`` at once, with no simplification. Then ``sympy.simplify``, then
+    become the same polynomial in :math:`e^{i\varphi}`; then the same over a common
+    denominator (``cancel``), which settles identities between rational functions of
+    exponentials such as softmax weights (multiplying out has split :math:`e^{s+m}`
+    into :math:`e^s e^m`). Then, for a difference that is not an identity, three
+    points of :func:`nonzero_witness`: where one gives a clearly non-zero value the
+    answer is ``False`` at once, with no simplification. Then ``sympy.simplify``, then
     the two expansions (``expand_trig``, ``rewrite(exp)``) simplified, for identities
     that ``simplify`` leaves in another form. Each step rewrites ``expr`` into an equal
     expression, so a 0 from any of them is a proof. A ``False`` means SymPy found no
@@ -150,7 +153,11 @@ def is_zero(expr: Expression) -> bool:
     if sp.expand(expr) == 0:
         return True
     # a trigonometric one: cos x = (e^{ix} + e^{-ix}) / 2, sin x = (e^{ix} - e^{-ix}) / 2i, multiplied out
-    if sp.expand(expr.rewrite(sp.exp)) == 0:
+    exponentials = sp.expand(expr.rewrite(sp.exp))
+    if exponentials == 0:
+        return True
+    # a rational one: over a common denominator (exp(a + b) = exp(a) exp(b) after expand), the numerator is 0
+    if sp.cancel(exponentials) == 0:
         return True
     # not an identity: a point where it is clearly not 0 settles it, before any simplification
     if _clearly_not_zero(expr):
@@ -183,7 +190,8 @@ def nonzero_witness(expr: Expression, seed: Seed = 0, tries: Count = 20, toleran
     A non-identity is disproved by one counterexample. For each of ``tries`` draws,
     every free symbol gets a rational number ``p/q`` with ``|p| <= 9`` and ``q <= 4``
     (positive when SymPy knows the symbol to be non-negative, an integer when it is an
-    integer symbol), the expression is evaluated to 30 digits by SymPy's ``evalf``,
+    integer symbol), the expression is evaluated to 30 digits by SymPy's ``evalf``
+    (``subs=``: the numbers are put in as it evaluates),
     which tracks its own error, and the first value larger than ``tolerance`` in size
     is returned. For a matrix, the entries are tried in order. ``None`` means that no
     draw found a non-zero value: it proves nothing either way (the expression may be
@@ -201,7 +209,8 @@ def nonzero_witness(expr: Expression, seed: Seed = 0, tries: Count = 20, toleran
             denominator = 1 if symbol.is_integer else int(rng.integers(1, 5))
             values[symbol] = sp.Rational(numerator, denominator)
         for index, entry in enumerate(entries):
-            value = sp.N(entry.subs(values), 30)
+            # evaluated as the numbers are put in: substituting first would rebuild the whole expression
+            value = entry.evalf(30, subs=values)
             if value.is_number and abs(complex(value)) > tolerance:
                 where = None if shape is None else divmod(index, shape[1])
                 return Witness(values, where, value)

@@ -65,6 +65,31 @@ def test_is_zero_proves_trigonometric_identities_and_rejects_false_ones():
     assert symbolic.is_zero(sp.Matrix([[sp.sin(a) ** 2 + sp.cos(a) ** 2 - 1]]))
 
 
+def test_is_zero_proves_rational_identities_in_exponentials_and_rejects_a_near_miss():
+    # ALiBi's bias as a reweighting of the softmax (chapter 4), a row of three keys
+    m = sp.Symbol("m", positive=True)
+    s = symbolic.symbol_matrix("s", 1, 3, real=True)
+    penalty = sp.Matrix([[-2 * m, -m, 0]])
+    reweighted = symbolic.softmax_rows(s).multiply_elementwise(penalty.applyfunc(sp.exp))
+    assert symbolic.is_zero(symbolic.softmax_rows(s + penalty) - reweighted / sum(reweighted))
+    # a geometric sum over a common denominator; one term short of it is not
+    r = sp.exp(-m)
+    assert symbolic.is_zero(1 + r + r ** 2 - (1 - sp.exp(-3 * m)) / (1 - r))
+    assert not symbolic.is_zero(1 + r - (1 - sp.exp(-3 * m)) / (1 - r))
+
+
+def test_nonzero_witness_evaluates_conditions_and_long_expressions():
+    x = sp.Symbol("x", positive=True)
+    step = sp.Piecewise((x - x, x < 100), (x, True)) + sp.Piecewise((1, x < 3), (0, True))
+    witness = symbolic.nonzero_witness(step)
+    assert witness is not None and witness.values[x] < 3 and abs(witness.value - 1) < 1e-25
+    # a long sum, the size the chapters' shift-invariance checks produce
+    a = sp.symbols("a0:40", real=True)
+    long_sum = sum(sp.sin(v) * sp.cos(w) for v, w in zip(a, a[1:]))
+    witness = symbolic.nonzero_witness(long_sum)
+    assert abs(witness.value - long_sum.subs(witness.values).evalf(30)) < 1e-25
+
+
 def test_nonzero_witness_disproves_a_false_identity_and_finds_none_for_a_true_one():
     a, b = sp.symbols("a b", real=True)
     false_identity = sp.sin(a + b) - sp.sin(a) * sp.cos(b)
