@@ -250,7 +250,9 @@ def test_chapter_runs_alone(chapter, reader_environment, tmp_path):
         client.execute(env=reader_environment["env"])
     finally:
         manager.shutdown_kernel(now=True)
-    where, stored, cwd = nb.cells[-1].outputs[0]["text"].strip().split("\n")
+    # the kernel sends printed text as it flushes it: one line may come in an output of its own
+    printed = "".join(out["text"] for out in nb.cells[-1].outputs if out.get("name") == "stdout")
+    where, stored, cwd = printed.strip().split("\n")
     assert where.startswith(str(reader_environment["venv"])), f"the kernel imported companion from {where}"
     # the lab's stored results (chapters 7 and 9 read them) are the installed package's data
     assert stored.startswith(str(reader_environment["venv"])) and "lessons" not in Path(stored).parts, stored
