@@ -23,6 +23,7 @@ from companion.lab.schemes import SCHEMES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import lab_synthetic  # noqa: E402  (the synthetic records of tests/lab_synthetic.py)
+from conftest import once_per_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 META = {"experiment", "config_name", "config", "companion_version", "code_fingerprint", "code_sources", "corpus",
@@ -158,9 +159,17 @@ def test_no_import_circle_in_the_lab():
     assert not [m for m in modules if reaches(m, m)], graph
 
 
-@pytest.fixture(scope="module")
-def hashes():
-    return runner.code_hashes_of_this_process()
+@pytest.fixture(scope="session")
+def hashes(tmp_path_factory):
+    """The lab's code trace (:func:`companion.lab.runner.code_hashes`, seconds of a core),
+    traced once in this test run by whichever pytest-xdist worker asks first."""
+    return once_per_run("lab-code-hashes", runner.code_hashes_of_this_process, tmp_path_factory)
+
+
+@pytest.fixture
+def traced(hashes, monkeypatch):
+    """A run in this process stamps its files with the run's trace instead of tracing again."""
+    monkeypatch.setattr(runner, "code_hashes_of_this_process", lambda: dict(hashes))
 
 
 def test_fingerprint_covers_the_math_modules_the_experiments_run(hashes):
@@ -247,7 +256,7 @@ def test_loader_and_spread():
 
 
 @pytest.mark.lab
-def test_reduced_lab_runs_end_to_end(tmp_path):
+def test_reduced_lab_runs_end_to_end(tmp_path, traced):
     """Two processes started by hand (``--part``), then ``--merge``; then a re-run of one job repeats it exactly."""
     cfg = config.get_config("reduced")
     for part in range(2):
@@ -485,7 +494,7 @@ def test_a_resumed_run_keeps_jobs_of_its_fingerprint_and_sets_the_others_aside(t
     assert sorted(p.name for p in (tmp_path / "stale-jobs").iterdir()) == ["arm-0-nope.json", "sweep-0-t5-0.01.json"]
 
 
-def test_the_job_fingerprint_follows_the_configuration():
+def test_the_job_fingerprint_follows_the_configuration(traced):
     reduced = config.get_config("reduced")
     assert runner.job_fingerprint(reduced.with_changes(train={"steps": 61})) != runner.job_fingerprint(reduced)
 
