@@ -191,11 +191,11 @@ def nonzero_witness(expr: Expression, seed: Seed = 0, tries: Count = 20, toleran
     every free symbol gets a rational number ``p/q`` with ``|p| <= 9`` and ``q <= 4``
     (positive when SymPy knows the symbol to be non-negative, an integer when it is an
     integer symbol), the expression is evaluated to 30 digits by SymPy's ``evalf``
-    (``subs=``: the numbers are put in as it evaluates),
-    which tracks its own error, and the first value larger than ``tolerance`` in size
-    is returned. For a matrix, the entries are tried in order. ``None`` means that no
-    draw found a non-zero value: it proves nothing either way (the expression may be
-    zero, or zero only on the points tried).
+    with the numbers put in as it evaluates (``subs=``), which tracks its own error,
+    and the first value larger than ``tolerance`` in size is returned. For a matrix,
+    the entries are tried in order. ``None`` means that no draw found a non-zero
+    value: it proves nothing either way (the expression may be zero, or zero only on
+    the points tried).
     """
     entries = list(sp.Matrix(expr)) if isinstance(expr, sp.MatrixBase) else [sp.sympify(expr)]
     shape = expr.shape if isinstance(expr, sp.MatrixBase) else None
