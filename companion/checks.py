@@ -26,12 +26,14 @@ message.
 from __future__ import annotations
 
 import numbers
+import sys
 from typing import Mapping
 
 import numpy as np
 import sympy as sp
 
 from . import symbolic
+from ._contracts import sympy_from_data
 
 
 class CheckFailed(AssertionError):
@@ -85,14 +87,33 @@ def result(call: str, value):
 
 
 def _as_array(name: str, value) -> np.ndarray:
+    """The answer as a float64 array; text, complex numbers and things that are not
+    numbers fail with a message (NumPy alone would read ``"0.5"`` as 0.5)."""
     if _is_placeholder(value):
         answer(name, value)
-    if hasattr(value, "detach"):  # a torch tensor
-        value = value.detach().cpu().numpy()
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        value = value.detach().cpu().to(torch.float64).numpy() if not value.is_complex() else value.detach().numpy()
     try:
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        _fail(name, f"should be numbers (an array or a float), but it is a {type(value).__name__}.")
+        raw = np.asarray(value)
+    except (TypeError, ValueError):  # ragged lists and the like
+        _fail(name, f"should be numbers (an array or a float), but it is a {type(value).__name__} "
+                    "that is not a rectangular array.")
+    text = raw.dtype.kind in "US" or (raw.dtype.kind == "O" and any(isinstance(x, (str, bytes)) for x in raw.flat))
+    if text:
+        _fail(name, "should be numbers (an array or a float), but it holds text. Write the number itself, "
+                    "not a string.")
+    if raw.dtype.kind == "O" and not _numbers_only(raw):
+        _fail(name, f"should be numbers (an array or a float), but it is {_kind(value)}.")
+    if raw.dtype.kind == "c":
+        _fail(name, "should be real numbers, but it holds complex numbers.")
+    return np.asarray(raw, dtype=np.float64)
+
+
+def _numbers_only(raw: np.ndarray) -> bool:
+    """Whether an object array holds only real numbers (SymPy numbers among them)."""
+    return all(isinstance(item, (numbers.Real, np.number)) and not isinstance(item, (bool, np.bool_))
+               or (isinstance(item, sp.Expr) and item.is_number and item.is_real) for item in raw.flat)
 
 
 def shape(name: str, value, expected: tuple, meaning: str = ""):
@@ -154,7 +175,8 @@ def equal(name: str, value, expected, *, wrong: Mapping[str, object] | None = No
     ``wrong`` works as in :func:`close`.
     """
     answer(name, value)
-    if hasattr(value, "tolist"):
+    torch = sys.modules.get("torch")
+    if isinstance(value, (np.ndarray, np.generic)) or (torch is not None and isinstance(value, torch.Tensor)):
         value = value.tolist()
     expected = expected.tolist() if hasattr(expected, "tolist") else expected
     if isinstance(value, tuple):
@@ -185,6 +207,62 @@ def integer(name: str, value, expected: int, *, wrong: Mapping[str, int] | None 
     equal(name, int(value), int(expected), wrong=wrong)
 
 
+def expression(name: str, value, what: str = ""):
+    """The answer ``value`` as a SymPy expression or matrix, or fail with a message.
+
+    A SymPy object is taken as it is; a Python or NumPy number becomes the SymPy number
+    of the same value. Text is never read as an expression (SymPy would evaluate it as
+    Python code): a string, or anything else, fails and says what to write instead.
+
+    Args:
+        name: the variable's name as the exercise states it.
+        value: the student's answer.
+        what: what the expression stands for, for the message (``"the mean distance"``).
+    """
+    answer(name, value)
+    try:
+        converted = sympy_from_data(value)
+    except TypeError:
+        if isinstance(value, (str, bytes, np.str_, np.bytes_)):
+            _fail(name, f"should be a SymPy expression{' for ' + what if what else ''}, but it is text. Build it "
+                        "with SymPy (sp.Symbol, sp.Rational, sp.exp, ...): a string is not read as one.")
+        _fail(name, f"should be a SymPy expression{' for ' + what if what else ''}, but it is {_kind(value)}.")
+    if isinstance(converted, sp.Basic) and converted.has(sp.nan, sp.zoo):
+        _fail(name, "is not a number (nan or complex infinity): look for a division by zero.")
+    return converted
+
+
+def _kind(value) -> str:
+    """``a <type>``, or, for a value a grader could not read back as data (its class
+    derives from one named ``Unreadable`` and says why), what went wrong."""
+    if any(cls.__name__ == "Unreadable" for cls in type(value).__mro__) and getattr(value, "why", ""):
+        return f"a {type(value).__name__} that could not be read ({value.why})"
+    return f"a {type(value).__name__}"
+
+
+def matrix(name: str, value, what: str = "") -> sp.Matrix:
+    """The answer ``value`` as a SymPy matrix (from a SymPy matrix, or nested lists of SymPy
+    expressions or numbers, each entry as in :func:`expression`), or fail with a message."""
+    answer(name, value)
+    if isinstance(value, sp.MatrixBase):
+        return sp.Matrix(value)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        value = value.tolist()
+    rows = value if isinstance(value, (list, tuple)) and len(value) > 0 else None
+    if rows is None:
+        _fail(name, f"should be a SymPy matrix{' for ' + what if what else ''}, but it is {_kind(value)}.")
+    nested = all(isinstance(row, (list, tuple)) for row in rows)
+    entries = [[expression(name, entry, what) for entry in row] for row in rows] if nested else \
+        [expression(name, entry, what) for entry in rows]
+    try:
+        return sp.Matrix(entries)
+    except (ValueError, sp.ShapeError):
+        _fail(name, f"should be a SymPy matrix{' for ' + what if what else ''}, but its rows differ in length.")
+
+
 def zero(name: str, expr, identity: str):
     """Fail unless the SymPy expression (or matrix) ``expr`` simplifies to 0.
 
@@ -194,11 +272,10 @@ def zero(name: str, expr, identity: str):
         identity: the identity in words or symbols, e.g. ``"R(a) R(b) = R(a + b)"``.
     """
     answer(name, expr)
-    try:
-        expr = sp.sympify(expr) if not isinstance(expr, sp.MatrixBase) else expr
-    except (sp.SympifyError, TypeError):
-        _fail(name, f"should be a SymPy expression (left side minus right side of {identity}), "
-                    f"but it is a {type(expr).__name__}.")
+    if isinstance(expr, (list, tuple, np.ndarray)):
+        expr = matrix(name, expr, f"left side minus right side of {identity}")
+    else:
+        expr = expression(name, expr, f"left side minus right side of {identity}")
     if not symbolic.is_zero(expr):
         shown = sp.simplify(expr)
         text = str(shown)
@@ -211,27 +288,31 @@ def symbolic_equal(name: str, value, expected, what: str = "", *,
                    wrong: Mapping[str, object] | None = None):
     """Fail unless the SymPy expression (or matrix) ``value`` equals ``expected`` identically.
 
-    ``wrong`` maps a diagnosis to the expression a typical mistake gives, as in :func:`close`.
+    ``value`` is read as in :func:`expression` (or :func:`matrix` when ``expected`` is a
+    matrix), never from text. ``wrong`` maps a diagnosis to the expression a typical
+    mistake gives, as in :func:`close`.
     """
     answer(name, value)
+    as_matrix = isinstance(expected, sp.MatrixBase) or isinstance(value, sp.MatrixBase)
+    got = matrix(name, value, what) if as_matrix else expression(name, value, what)
 
     def difference(a, b):
-        if isinstance(a, sp.MatrixBase) or isinstance(b, sp.MatrixBase):
+        if as_matrix:
             return sp.Matrix(a) - sp.Matrix(b)
-        return sp.sympify(a) - sp.sympify(b)
+        return a - sympy_from_data(b)
 
     try:
-        gap = difference(value, expected)
-    except (sp.SympifyError, TypeError, ValueError, sp.ShapeError):
-        _fail(name, f"should be a SymPy expression{' for ' + what if what else ''}, "
-                    f"but it is a {type(value).__name__}.")
+        gap = difference(got, expected)
+    except (TypeError, ValueError, sp.ShapeError):
+        _fail(name, f"should be a SymPy {'matrix' if as_matrix else 'expression'}"
+                    f"{' for ' + what if what else ''} of the right shape.")
     if symbolic.is_zero(gap):
         return
     for diagnosis, mistaken in (wrong or {}).items():
         try:
-            if symbolic.is_zero(difference(value, mistaken)):
+            if symbolic.is_zero(difference(got, mistaken)):
                 _fail(name, diagnosis)
-        except (sp.SympifyError, TypeError, ValueError, sp.ShapeError):
+        except (TypeError, ValueError, sp.ShapeError):
             continue
     _fail(name, f"should equal {expected}{' (' + what + ')' if what else ''}; "
                 f"yours differs from it by {sp.simplify(gap)}.")

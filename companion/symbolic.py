@@ -15,8 +15,8 @@ from typing import Annotated, Callable, NamedTuple
 import numpy as np
 import sympy as sp
 
-from ._contracts import (Anything, Count, Integer, Positive, Seed, SymbolicMatrix, SymbolicNumber, SymbolicNumbers,
-                         Text, WholeNumbers, contract, permutation, rule, same_shape)
+from ._contracts import (Anything, Count, Integer, Positive, Seed, SymbolicExpression, SymbolicMatrix, SymbolicNumber,
+                         SymbolicNumbers, Text, WholeNumbers, contract, permutation, rule, same_shape)
 
 __all__ = [
     "symbol_matrix",
@@ -42,8 +42,8 @@ __all__ = [
 Matrix = Annotated[sp.Matrix, SymbolicMatrix()]
 #: The size of a SymPy matrix (one of thousands of entries already takes seconds).
 Rows = Annotated[int, Integer(1, 256, why="SymPy builds a larger matrix entry by entry for minutes")]
-#: Any SymPy expression, matrix or number (what SymPy's own functions accept).
-Expression = Annotated[object, Anything()]
+#: Any SymPy expression, matrix or number (what SymPy's own functions accept), never text.
+Expression = Annotated[object, SymbolicExpression()]
 #: A position or frequency: a finite SymPy expression or number.
 Number = Annotated[object, SymbolicNumber()]
 #: Frequencies, one per pair: a non-empty sequence of finite SymPy expressions or numbers.
@@ -148,7 +148,6 @@ def is_zero(expr: Expression) -> bool:
     """
     if isinstance(expr, sp.MatrixBase):
         return is_zero_matrix.__wrapped__(expr)
-    expr = sp.sympify(expr)
     # a polynomial identity, multiplied out
     if sp.expand(expr) == 0:
         return True
@@ -197,7 +196,7 @@ def nonzero_witness(expr: Expression, seed: Seed = 0, tries: Count = 20, toleran
     value: it proves nothing either way (the expression may be zero, or zero only on
     the points tried).
     """
-    entries = list(sp.Matrix(expr)) if isinstance(expr, sp.MatrixBase) else [sp.sympify(expr)]
+    entries = list(sp.Matrix(expr)) if isinstance(expr, sp.MatrixBase) else [expr]
     shape = expr.shape if isinstance(expr, sp.MatrixBase) else None
     symbols = sorted(set().union(*(e.free_symbols for e in entries)), key=str)
     rng = np.random.default_rng(seed)
@@ -247,7 +246,7 @@ def expand_trig_full(expr: Expression):
     """
     if isinstance(expr, sp.MatrixBase):
         return expr.applyfunc(expand_trig_full)
-    out = sp.expand(sp.expand_trig(sp.expand(sp.sympify(expr))))
+    out = sp.expand(sp.expand_trig(sp.expand(expr)))
     while out.has(sp.cos) and any(_is_cos_power(e) for e in sp.preorder_traversal(out)):
         out = sp.expand(out.replace(_is_cos_power, _sin_squared))
     return out
@@ -281,7 +280,6 @@ def sinusoid_vector_exp(position: Annotated[int, Integer()],
     symbol or a rational point, identities become polynomial algebra that SymPy does
     exactly and fast.
     """
-    w = sp.sympify(w)
     out = []
     for k in powers:
         # z = w^{k_i p}
@@ -308,7 +306,6 @@ def shift_matrix(offset: Number, thetas: Numbers) -> sp.Matrix:
 @contract
 def clip(t: Expression, c: Expression):
     r"""Shaw et al.'s clipped distance :math:`\operatorname{clip}(t, c) = \max(-c, \min(c, t))`."""
-    t, c = sp.sympify(t), sp.sympify(c)
     # max(-c, min(c, t))
     return sp.Max(-c, sp.Min(c, t))
 
@@ -316,7 +313,7 @@ def clip(t: Expression, c: Expression):
 def _columns_fit(q, k, key_table, i, j, c) -> None:
     if q.shape != k.shape or q.cols != 1:
         raise ValueError(f"q and k must be columns of the same height, got shapes {q.shape} and {k.shape}")
-    row = sp.Matrix(key_table(clip.__wrapped__(sp.sympify(j) - sp.sympify(i), c)))
+    row = sp.Matrix(key_table(clip.__wrapped__(j - i, c)))
     if row.shape != q.shape:
         raise ValueError(f"key_table must return a column of height {q.rows}, got shape {row.shape}")
 
@@ -332,6 +329,6 @@ def shaw_score(q: Matrix, k: Matrix, key_table: Annotated[Callable, Anything()],
     (Shaw, Uszkoreit and Vaswani, 2018).
     """
     # w^K_{clip(j - i, c)}
-    row = sp.Matrix(key_table(clip.__wrapped__(sp.sympify(j) - sp.sympify(i), c)))
+    row = sp.Matrix(key_table(clip.__wrapped__(j - i, c)))
     # q . (k + w^K) / sqrt(d)
     return (q.T * (k + row))[0, 0] / sp.sqrt(q.rows)

@@ -359,6 +359,19 @@ class Symbolic(Arg):
 
 
 @dataclasses.dataclass
+class SymbolicAny(Arg):
+    """A SymPy expression, matrix or number: never text, which SymPy would evaluate as
+    Python (also inside a list or a dict), nor a truth value."""
+
+    optional: bool = False
+
+    def bad(self):
+        out = [("str", "x + 1"), ("numpy str", np.str_("x")), ("list of str", ["x"]), ("dict of str", {"a": "x"}),
+               ("bool", True), ("object", object())]
+        return out + ([] if self.optional else [("None", None)])
+
+
+@dataclasses.dataclass
 class SymbolicList(Arg):
     def bad(self):
         return [("str", "abc"), ("None", None), ("empty", []), ("nan entry", [NAN]), ("inf entry", [1, INF]),
@@ -449,6 +462,8 @@ def arg_for(kind: _contracts.Kind, value, optional: bool) -> Arg:
         return Symbolic(value)
     if isinstance(kind, c.SymbolicNumbers):
         return SymbolicList(value)
+    if isinstance(kind, c.SymbolicExpression):
+        return SymbolicAny(value, optional=optional)
     if isinstance(kind, c.Anything):
         return Anything(value)
     if isinstance(kind, c.InstanceOf) and isinstance(value, dict):

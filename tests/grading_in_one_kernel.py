@@ -5,9 +5,9 @@ that raises does not stop it); at each ``grader.check("q")`` cell a separate pro
 checks question ``q`` against the state at that point with every check of the
 autograder, hidden ones included, on values sent to it as data (``tools/grading``), and
 the checks no cell ran are run at the end. Here the same checks
-(:class:`grading.judge.Judge`) read the same data (:class:`grading.runner.Answers`:
-every value and every call of a submitted function goes through :mod:`grading.wire`),
-only without the processes in between. This shares one kernel between versions, so it
+(:class:`grading.judge.Judge`, refusing what the judge refuses) read the same data
+(:class:`grading.runner.Answers`: every value and every call of a submitted function
+goes through :mod:`grading.wire`), only without the processes in between. This shares one kernel between versions, so it
 is for the book's own notebooks only, never for students' submissions.
 
 The tests grade several versions of every chapter: the solution, the
@@ -176,7 +176,13 @@ class Versions:
 
         if question in self.results[self.version] or question not in self.checks:
             return
-        result = judge.Judge(self.checks, runner.Answers(self.namespace).answer).check(question)
+        answers = runner.Answers(self.namespace)
+
+        def request(message, blobs):  # the submission's side: in the grader, the sandbox, unguarded
+            with judge.trusting():
+                return answers.answer(message, blobs)
+
+        result = judge.Judge(self.checks, request).check(question)
         self.results[self.version][question] = {
             "score": round(result["score"], 5), "possible": round(result["possible"], 5),
             "output": result["output"], "at_end": at_end}

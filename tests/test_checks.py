@@ -109,3 +109,44 @@ def test_holds():
     checks.holds(True, "x", "never shown")
     with fails("^x: the dictionary has no entry for 10000$"):
         checks.holds(False, "x", "the dictionary has no entry for 10000")
+
+
+def test_answers_become_sympy_from_data_never_from_text(tmp_path):
+    """An answer is turned into SymPy from data only: SymPy objects as they are, numbers
+    as SymPy numbers; text, in any of the forms SymPy would read as Python (a string, a
+    NumPy string, a list or a dict of strings), fails with a message and is never read."""
+    m = sp.Symbol("m", positive=True)
+    assert checks.expression("e", 1 / (sp.exp(m) - 1)) == 1 / (sp.exp(m) - 1)
+    assert checks.expression("e", 3) == sp.Integer(3) and checks.expression("e", np.float64(0.5)) == sp.Float(0.5)
+    assert checks.matrix("M", [[1, m], [0, 2]]) == sp.Matrix([[1, m], [0, 2]])
+    marker = tmp_path / "ran"
+    text = f"open({str(marker)!r}, 'w') and 1"
+    for value in (text, np.str_(text), b"1", np.array([text]), [text], {"a": text}):
+        with fails("should be a SymPy expression"):
+            checks.expression("e", value)
+        with fails("should be"):
+            checks.symbolic_equal("e", value, m)
+        with fails("should be"):
+            checks.zero("e", value, "e = 0")
+    with fails("it is text"):
+        checks.expression("e", text)
+    with fails("should be a SymPy matrix"):
+        checks.matrix("M", text)
+    with fails("should be a SymPy expression"):
+        checks.matrix("M", [text, 1])
+    with fails("not a number"):
+        checks.expression("e", sp.nan)
+    assert not marker.exists()
+
+
+def test_numbers_are_never_read_from_text():
+    """A numeric check refuses text (NumPy alone reads "0.5" as 0.5), complex numbers and
+    objects, and accepts SymPy numbers."""
+    for value in ("0.5", np.array(["0.5"]), [0.5, "1"]):
+        with fails("holds text"):
+            checks.close("x", value, 0.5)
+    with fails("complex"):
+        checks.close("x", 0.5 + 1j, 0.5)
+    with fails("it is a dict"):
+        checks.close("x", {"a": 1}, 0.5)
+    checks.close("x", [sp.Rational(1, 2), sp.Float(0.25)], [0.5, 0.25])

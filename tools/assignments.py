@@ -44,10 +44,10 @@ import ast
 import contextlib
 import csv
 import hashlib
+import itertools
 import io
 import json
 import os
-import queue
 import re
 import shutil
 import sys
@@ -412,42 +412,42 @@ def generate(path: Path, out_dir: Path = DEFAULT_OUT, tests_url: str | None = No
 GradingError = grading.GradingError
 
 
-def grade(autograder: grading.Autograder, submission: Path, timeout: float = 600, use_sandbox: bool = True,
-          slot: int = 0, max_bytes: int = intake.MAX_BYTES) -> grading.Graded:
+def grade(autograder: grading.Autograder, submission: Path, judges: grading.Judges, timeout: float = 600,
+          use_sandbox: bool = True, run: int = 0, max_bytes: int = intake.MAX_BYTES) -> grading.Graded:
     """Grade one submission with every check (tools/grading: the notebook runs in a
-    sandbox, the checks in a separate process); GradingError if it cannot be graded."""
-    return grading.grade(autograder, submission, sandbox.Limits(timeout=timeout), use_sandbox, slot, max_bytes)
+    sandbox, the checks in a separate, sandboxed process); GradingError if it cannot be graded."""
+    return grading.grade(autograder, submission, judges, sandbox.Limits(timeout=timeout), use_sandbox, run,
+                         max_bytes)
 
 
 def grade_all(autograder: Path, submissions: list[Path], timeout: float = 600, jobs: int = 1,
               use_sandbox: bool = True, max_bytes: int = intake.MAX_BYTES) -> dict[Path, grading.Graded | GradingError]:
-    """Grade many submissions, ``jobs`` at a time; one that cannot be graded gives its
-    GradingError in place of a grade and does not stop the others. If the autograder's
-    file changes while grading, no later submission is graded."""
+    """Grade many submissions, ``jobs`` at a time; one that cannot be graded, for whatever
+    reason, gives a GradingError naming the cause in place of a grade and does not stop
+    the others. If the autograder's file changes while grading, no later submission is
+    graded. Every process the grading started has ended when this returns."""
     loaded = grading.Autograder.load(autograder)
     if use_sandbox:
         sandbox.check_available()
-    slots: queue.SimpleQueue[int] = queue.SimpleQueue()
-    for slot in range(max(1, jobs)):
-        slots.put(slot)
+    runs = itertools.count()
     changed: list[GradingError] = []
 
-    def one(submission):
-        if changed:
-            return GradingError(f"not graded: {changed[0]}")
-        slot = slots.get()
-        try:
-            return grade(loaded, submission, timeout, use_sandbox, slot, max_bytes)
-        except grading.AutograderChanged as error:
-            changed.append(error)
-            return error
-        except GradingError as error:
-            return error
-        finally:
-            slots.put(slot)
+    with grading.Judges(loaded, use_sandbox) as judges:
+        def one(submission):
+            if changed:
+                return GradingError(f"not graded: {changed[0]}")
+            try:
+                return grade(loaded, submission, judges, timeout, use_sandbox, next(runs), max_bytes)
+            except grading.AutograderChanged as error:
+                changed.append(error)
+                return error
+            except GradingError as error:
+                return error
+            except Exception as error:  # a fault of the grader's on this file: a row for it, not a crash
+                return GradingError(f"the grader failed on this file ({type(error).__name__}: {error})")
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return dict(zip(submissions, pool.map(one, submissions)))
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            return dict(zip(submissions, pool.map(one, submissions)))
 
 
 def failure_messages(output: str) -> list[str]:
@@ -465,7 +465,9 @@ def spreadsheet_safe(value):
 
 
 def write_csv(path: Path, rows: list[dict], fields: list[str]) -> str:
-    """Write the grades at once (a new file renamed over the old), return its SHA-256."""
+    """Write the grades at once (a new file renamed over the old), return its SHA-256.
+    Text from a submission (its file name, the error's words) comes in cleaned as on the
+    terminal (:func:`grading.clean`: control and bidirectional characters as escapes)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=fields)
     writer.writeheader()
@@ -493,7 +495,7 @@ def print_grades(results: dict[Path, grading.Graded | GradingError]) -> list[dic
         if isinstance(result, GradingError):
             print(f"{name}: could not grade: {grading.clean(str(result), max_lines=5)}")
             _print_review(getattr(result, "review", []))
-            rows.append({"submission": str(submission), "error": grading.clean(str(result), max_lines=1),
+            rows.append({"submission": name, "error": grading.clean(str(result), max_lines=1),
                          "review": len(getattr(result, "review", []))})
             continue
         scores = result.scores
@@ -505,7 +507,7 @@ def print_grades(results: dict[Path, grading.Graded | GradingError]) -> list[dic
             for message in list(dict.fromkeys(failure_messages(s["output"])))[:8]:
                 print(f"      {grading.clean(message, max_lines=1)}")
         _print_review(result.review)
-        rows.append({"submission": str(submission), **{q: s["score"] for q, s in scores.items()},
+        rows.append({"submission": name, **{q: s["score"] for q, s in scores.items()},
                      "total": total, "review": len(result.review)})
     return rows
 

@@ -1,29 +1,35 @@
-"""Grade one submission: take it in, run it in the sandbox, check it in the judge, verify.
+"""Grade one submission: take it in, review it, run it in the sandbox, check it in the judge, verify.
 
 :func:`grade` is the whole path of one submission:
 
 1. :mod:`grading.intake` reads it (one notebook, or the zip of ``grader.export``) and
-   refuses anything else; :mod:`grading.review` lists what in its code deserves a look;
-2. the runner (:mod:`grading.runner`) executes its code cells in a sandbox
-   (:mod:`grading.sandbox`) while the judge (:mod:`grading.judge`), a separate process
-   that runs none of the submission's code, checks each question on the values the
-   runner sends as data;
-3. the result is accepted only if it has exactly the autograder's questions and points,
-   and the autograder is checked to be the file it was (its SHA-256) after every
-   submission.
+   refuses anything else;
+2. :mod:`grading.review` lists what in its code deserves a look, in a child of the
+   judges' server (:class:`Judges`), sandboxed and under the run's memory limit and a
+   share of its time;
+3. the runner (:mod:`grading.runner`) executes its code cells in a sandbox
+   (:mod:`grading.sandbox`) while a judge (:mod:`grading.judge`), a separate, sandboxed
+   process that runs none of the submission's code and reads no text as code, checks
+   each question on the values the runner sends as data;
+4. the result is accepted only if it has exactly the autograder's questions and points
+   and no cell the student did not write failed (which would be the grading
+   environment's fault, not the student's), and the autograder is checked to be the
+   file it was (its SHA-256) after every submission.
 
-A submission that cannot be graded raises :class:`GradingError` with the reason; the
-caller goes on with the others.
+Everything one submission triggers is bounded by ``--timeout``, counted from the moment
+its file is taken in. Whatever goes wrong with one submission raises
+:class:`GradingError` with the reason; the caller goes on with the others.
 """
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-import multiprocessing
-import multiprocessing.connection
 import os
 import re
+import select
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -52,13 +58,23 @@ class AutograderChanged(GradingError):
 
 # --- text from a submission, made safe to print ------------------------------------------------
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+#: Control characters (terminal escapes among them), bidirectional marks and overrides
+#: (which make a viewer show text in another order), zero-width characters, and the
+#: line and paragraph separators.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def clean(text: str, max_line: int = 300, max_lines: int = 40) -> str:
-    """``text`` without control characters (terminal escapes, bidirectional overrides),
-    each line cut at ``max_line`` characters and at most ``max_lines`` lines kept."""
-    lines = _CONTROL.sub("?", str(text).replace("\r\n", "\n").replace("\t", "    ")).split("\n")
+    """``text`` with every control, bidirectional and invisible character written as its
+    escape (``\\x1b``, ``\\u202e``), so that what a terminal or a spreadsheet shows is
+    what the text holds, each line cut at ``max_line`` characters and at most
+    ``max_lines`` lines kept."""
+    lines = _CONTROL.sub(_escape, str(text).replace("\r\n", "\n").replace("\t", "    ")).split("\n")
     kept = [line if len(line) <= max_line else line[:max_line - 3] + "..." for line in lines[:max_lines]]
     if len(lines) > max_lines:
         kept.append(f"... ({len(lines) - max_lines} more lines)")
@@ -197,86 +213,192 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-_SERVER_LOCK = threading.Lock()
-_SERVER = None
+# --- the judges' server -------------------------------------------------------------------------
+
+#: The largest result a judge or the review may send back, in bytes.
+MAX_RESULT = 64 * 2**20
+#: The share of ``--timeout`` the review may take (at least REVIEW_SECONDS_MIN seconds).
+REVIEW_SHARE, REVIEW_SECONDS_MIN = 0.25, 5.0
 
 
-#: What the judges' server imports before it forks the first judge: the judge and every
-#: module of companion, and with them NumPy, SymPy and torch. ``import companion`` alone
-#: loads no module of the package (each is imported on first use), so the package's
-#: modules are named one by one.
-JUDGE_PRELOAD = ["grading.judge", "companion.checks", "companion.symbolic", "companion.exercises",
-                 "companion.attention", "companion.absolute", "companion.relative", "companion.rope",
-                 "companion.alibi", "companion.nope", "companion.scaling", "companion.trained_range",
-                 "companion.interpolation", "companion.sampling", "companion.configs", "companion.precision",
-                 "companion.mrope", "companion.layers", "companion.sinks", "companion.remap"]
+class Judges:
+    """The judges' server of one grading (:func:`grading.judge.serve`), started in its
+    sandbox (:func:`grading.sandbox.judges_command`) with the autograder's checks, used
+    by every submission of the class, and ended, with every judge it started, on
+    :meth:`close` (or when this process ends: the server stops when its socket closes).
+    Thread-safe: each request is one message on a socket of whole messages."""
+
+    def __init__(self, autograder: "Autograder", use_sandbox: bool = True, start_seconds: float = 120.0):
+        self.folder = tempfile.TemporaryDirectory(prefix="judges-")
+        setup = Path(self.folder.name) / "setup.json"
+        setup.write_text(json.dumps({"tests": autograder.tests, "distributed": autograder.distributed}))
+        setup.chmod(0o644)
+        self.control, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        passed = [there.fileno()]
+        if use_sandbox:
+            seccomp_fd = sandbox.seccomp_descriptor()
+            passed.append(seccomp_fd)
+            command, env = sandbox.judges_command(setup, there.fileno(), seccomp_fd), None
+        else:
+            command = sandbox.plain_judges_command(setup, there.fileno())
+            env = {**sandbox.judges_environment(), "PYTHONPATH": str(CODE_PARENT)}
+        self.process = subprocess.Popen(command, pass_fds=passed, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                        start_new_session=True)
+        for fd in passed[1:]:
+            os.close(fd)
+        there.close()
+        self.errors = _Tail(self.process.stderr, 8192)
+        self.lock = threading.Lock()
+        self.jobs = itertools.count()
+        if not select.select([self.control], [], [], start_seconds)[0] or not self.control.recv(4096):
+            self.close()
+            raise sandbox.SandboxUnavailable("the judges' server did not start: "
+                                             + clean(self.errors.text(), max_lines=6).replace("\n", " | "))
+
+    def _send(self, request: dict, fds: list[int]) -> int:
+        job = next(self.jobs)
+        try:
+            with self.lock:
+                socket.send_fds(self.control, [json.dumps({**request, "job": job}).encode()], fds)
+        except OSError as error:
+            raise GradingError(f"the judges' server stopped ({type(error).__name__}: {error}); "
+                               + clean(self.errors.text(), max_lines=4).replace("\n", " | ")) from None
+        return job
+
+    def judge(self, from_runner: int, to_runner: int, result: int, limits: sandbox.Limits) -> int:
+        """Start a judge on the pipes of one run; its result comes on ``result``."""
+        return self._send({"op": "judge", "memory_bytes": limits.memory_bytes, "cpu_seconds": limits.cpu_seconds},
+                          [from_runner, to_runner, result])
+
+    def review(self, source: int, result: int, limits: sandbox.Limits, seconds: float) -> int:
+        """Start the review of the submission in file ``source``; findings come on ``result``."""
+        return self._send({"op": "review", "memory_bytes": limits.memory_bytes,
+                           "cpu_seconds": int(seconds) + 1}, [source, result])
+
+    def kill(self, job: int) -> None:
+        try:
+            with self.lock:
+                self.control.send(json.dumps({"op": "kill", "job": job}).encode())
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """End the server and every judge it started, and wait for them."""
+        self.control.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        _end(self.process, grace=0)
+        self.errors.join(timeout=5)
+        self.folder.cleanup()
+
+    def __enter__(self) -> "Judges":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
-def judges():
-    """The ``multiprocessing`` context that forks each judge from one server process,
-    started once, which has imported the checks' libraries (:data:`JUDGE_PRELOAD`): a
-    judge then starts in milliseconds instead of importing them again, seconds for each
-    submission. The server never sees a submission; each judge is a fresh fork of it."""
-    global _SERVER
-    with _SERVER_LOCK:
-        if _SERVER is None:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(JUDGE_PRELOAD)
-            _SERVER = context
-        return _SERVER
+def _read_result(fd: int, seconds: float) -> dict | None:
+    """The JSON a judge or the review writes on ``fd``, read to its end (``None`` when it
+    ended without writing); ``TimeoutError`` after ``seconds``. Closes ``fd``."""
+    deadline, parts, size = time.monotonic() + max(seconds, 0.0), [], 0
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, 2**20)
+            if not chunk:
+                break
+            parts.append(chunk)
+            size += len(chunk)
+            if size > MAX_RESULT:
+                raise GradingError(f"a result of more than {MAX_RESULT // 2**20} MiB")
+    finally:
+        os.close(fd)
+    if not parts:
+        return None
+    try:
+        result = json.loads(b"".join(parts))
+    except ValueError:
+        raise GradingError("a judge's result that is not JSON") from None
+    return result if isinstance(result, dict) else None
 
 
-def run_and_judge(autograder: Autograder, cells: list[str], limits: sandbox.Limits,
-                  use_sandbox: bool = True, slot: int = 0) -> dict:
-    """Run ``cells`` in a sandbox while a judge checks them; return the judge's result."""
-    from . import judge as judging
+# --- one submission --------------------------------------------------------------------------------
 
-    context = judges()
+def review_submission(judges: Judges, notebook: intake.Submission, limits: sandbox.Limits,
+                      seconds: float) -> list[str]:
+    """The review's findings (:func:`grading.review.review`), computed by a child of the
+    judges' server within ``seconds`` and the run's memory limit; a review that does not
+    finish says so in a finding instead."""
+    with tempfile.TemporaryFile() as handle:
+        handle.write(json.dumps({"cells": notebook.cells, "tags": notebook.tags, "notes": notebook.notes}).encode())
+        handle.flush()
+        handle.seek(0)
+        result_r, result_w = os.pipe()
+        job = judges.review(handle.fileno(), result_w, limits, seconds)
+        os.close(result_w)
+        try:
+            result = _read_result(result_r, seconds)
+        except TimeoutError:
+            judges.kill(job)
+            return [f"the review of its code did not finish within {seconds:.0f} s: not scanned"]
+    findings = result.get("findings") if result else None
+    if not isinstance(findings, list):
+        return ["the review of its code stopped before the end (out of memory?): not scanned"]
+    return [str(finding)[:500] for finding in findings[:200]]
+
+
+def run_and_judge(judges: Judges, cells: list[str], limits: sandbox.Limits, seconds: float,
+                  use_sandbox: bool = True, run: int = 0) -> dict:
+    """Run ``cells`` in a sandbox while a judge checks them, for at most ``seconds``;
+    return the judge's result."""
     with tempfile.TemporaryDirectory(prefix="grading-") as tmp:
         tmp = Path(tmp)
         to_judge_r, to_judge_w = os.pipe()
         to_runner_r, to_runner_w = os.pipe()
+        result_r, result_w = os.pipe()
         (tmp / "work").mkdir()
         job = {"cells": cells, "limits": limits.for_runner(),
-               "uid": sandbox.user_id(slot) if use_sandbox else None,
+               "uid": sandbox.user_id(run) if use_sandbox else None,
                "from_judge": to_runner_r, "to_judge": to_judge_w,
                "workdir": sandbox.WORKDIR if use_sandbox else str(tmp / "work")}
         (tmp / "job.json").write_text(json.dumps(job))
+        passed = [to_runner_r, to_judge_w]
         if use_sandbox:
-            command = sandbox.bwrap_command(tmp / "job.json", sandbox.write_accounts(tmp, sandbox.user_id(slot)),
-                                            limits)
+            seccomp_fd = sandbox.seccomp_descriptor()
+            passed.append(seccomp_fd)
+            command = sandbox.bwrap_command(tmp / "job.json", sandbox.write_accounts(tmp, sandbox.user_id(run)),
+                                            limits, seccomp_fd)
             env = None
         else:
             command = sandbox.plain_command(tmp / "job.json")
             env = {**sandbox.environment(), "PYTHONPATH": str(CODE_PARENT), "PATH": os.environ.get("PATH", ""),
                    **{name: str(tmp / "work") for name in ("HOME", "TMPDIR", "MPLCONFIGDIR", "IPYTHONDIR")}}
-        results_r, results_w = context.Pipe(duplex=False)
-        judge_ends = (multiprocessing.connection.Connection(to_judge_r, writable=False),
-                      multiprocessing.connection.Connection(to_runner_w, readable=False))
-        judge = context.Process(target=judging.serve, daemon=True,
-                                args=(autograder.tests, *judge_ends, results_w, limits.memory_bytes))
-        judge.start()
-        runner = subprocess.Popen(command, pass_fds=(to_runner_r, to_judge_w), stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp / "work",
-                                  env=env, start_new_session=True)
-        for end in (*judge_ends, results_w):  # the children hold their own copies
-            end.close()
-        os.close(to_runner_r)
-        os.close(to_judge_w)
+        try:
+            judge = judges.judge(to_judge_r, to_runner_w, result_w, limits)
+        finally:
+            for fd in (to_judge_r, to_runner_w, result_w):  # the judge holds its own copies
+                os.close(fd)
+        runner = subprocess.Popen(command, pass_fds=passed, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, cwd=tmp / "work", env=env, start_new_session=True)
+        for fd in passed:
+            os.close(fd)
         output = _Tail(runner.stdout, limits.output_bytes)
         try:
-            if not results_r.poll(limits.timeout):
-                raise GradingError(f"still running after {limits.timeout:g} s (an endless loop?)")
-            result = json.loads(results_r.recv_bytes())
-        except EOFError:
-            raise GradingError(f"the checks stopped (exit status {judge.exitcode}): out of memory?") from None
+            result = _read_result(result_r, seconds)
+        except TimeoutError:
+            raise GradingError(f"still running after {limits.timeout:g} s (an endless loop?)") from None
         finally:
-            if judge.is_alive():
-                judge.kill()
-            judge.join()
-            results_r.close()
+            judges.kill(judge)
             _end(runner, grace=5)  # it ends on its own once the judge is done
             output.join(timeout=10)
+        if result is None:
+            raise GradingError("the checks stopped before the end (out of memory or CPU time?)")
         if "error" in result:
             last = [line for line in clean(output.text(), max_lines=10_000).splitlines() if line.strip()][-6:]
             raise GradingError(f"the notebook's run broke off before the end ({result['error']}, exit status "
@@ -284,24 +406,43 @@ def run_and_judge(autograder: Autograder, cells: list[str], limits: sandbox.Limi
         return result
 
 
-def grade(autograder: Autograder, submission: Path, limits: sandbox.Limits = sandbox.Limits(),
-          use_sandbox: bool = True, slot: int = 0, max_bytes: int = intake.MAX_BYTES) -> Graded:
+#: Exceptions of a cell the student did not write that mean the grading environment,
+#: not the student, is at fault wherever they happen.
+ENVIRONMENT_FAULTS = ("ImportError", "ModuleNotFoundError")
+
+
+def environment_faults(autograder: Autograder, cells: list[str], raised: list[list]) -> list[str]:
+    """The cells the student did not write (given, unchanged) whose failure is the
+    grading environment's fault: any exception before the first cell the student wrote
+    (the setup and imports), an import error anywhere."""
+    if autograder.distributed is None:
+        return []
+    given = review.given_cells(autograder.distributed, cells)
+    first_written = next((i for i, same in enumerate(given) if not same), len(cells))
+    return [f"code cell {index + 1} raised {name}" for index, name in raised
+            if 0 <= index < len(cells) and given[index] and (index < first_written or name in ENVIRONMENT_FAULTS)]
+
+
+def grade(autograder: Autograder, submission: Path, judges: Judges, limits: sandbox.Limits = sandbox.Limits(),
+          use_sandbox: bool = True, run: int = 0, max_bytes: int = intake.MAX_BYTES) -> Graded:
     """Grade one submission (see the module's docstring); GradingError if it cannot be."""
     try:
-        return _grade(autograder, submission, limits, use_sandbox, slot, max_bytes)
+        return _grade(autograder, submission, judges, limits, use_sandbox, run, max_bytes)
     finally:
         autograder.verify()  # after every submission, graded or not
 
 
-def _grade(autograder: Autograder, submission: Path, limits: sandbox.Limits, use_sandbox: bool, slot: int,
-           max_bytes: int) -> Graded:
+def _grade(autograder: Autograder, submission: Path, judges: Judges, limits: sandbox.Limits, use_sandbox: bool,
+           run: int, max_bytes: int) -> Graded:
+    deadline = time.monotonic() + limits.timeout
     try:
         notebook = intake.read_submission(submission, autograder.assignment, max_bytes)
     except intake.Refused as error:
         raise GradingError(f"refused: {error}") from None
-    findings = review.review(notebook, autograder.distributed, autograder.tests)
+    review_seconds = min(deadline - time.monotonic(), max(REVIEW_SECONDS_MIN, REVIEW_SHARE * limits.timeout))
+    findings = review_submission(judges, notebook, limits, review_seconds)
     try:
-        result = run_and_judge(autograder, notebook.cells, limits, use_sandbox, slot)
+        result = run_and_judge(judges, notebook.cells, limits, deadline - time.monotonic(), use_sandbox, run)
     except GradingError as error:
         raise GradingError(str(error), findings) from None
     scores = result["questions"]
@@ -309,7 +450,14 @@ def _grade(autograder: Autograder, submission: Path, limits: sandbox.Limits, use
     if got != autograder.points:
         raise GradingError(f"the checks gave questions or points {got}, not the autograder's "
                            f"{autograder.points}", findings)
+    faults = environment_faults(autograder, notebook.cells, result.get("raised", []))
+    if faults:
+        raise GradingError("not graded: a cell the student did not write failed (" + "; ".join(faults[:3])
+                           + "), which the grading environment causes, not the student (is companion installed "
+                           "where the sandbox can read it?)", findings)
     findings += [f"the run reported: {clean(event, max_lines=1)}" for event in result["events"]]
+    findings += [f"a check met a value it could not use without {what}: refused, and the check failed"
+                 for what in dict.fromkeys(result.get("refused", []))]
     ordered = {q: scores[q] for q in autograder.order}
     cpu = result.get("run_cpu_seconds")
     return Graded(ordered, findings, cpu + result["judge_cpu_seconds"] if cpu is not None else None)

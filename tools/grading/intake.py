@@ -4,7 +4,9 @@ A submission is refused, with a sentence that says why, when it is not a noteboo
 (``.ipynb``) or a zip holding exactly one notebook, when it is larger than the caps
 (the file, and the notebook inside a zip, measured as it is read, so a zip bomb is
 stopped at the cap whatever its header claims), when its JSON is not a notebook, or
-when it belongs to another assignment. Only the code cells' sources go on to the
+when it belongs to another assignment. A damaged file is an ordinary case (an upload
+cut short, a zip whose data or member names are corrupt): whatever error reading it
+raises, it is refused with that error named, never a crash of the class's grading. Only the code cells' sources go on to the
 sandbox: never the file itself, nor anything else from the zip.
 """
 from __future__ import annotations
@@ -38,8 +40,8 @@ class Submission:
 def _from_zip(path: Path, max_bytes: int) -> tuple[bytes, list[str]]:
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise Refused(f"not a readable zip ({error})") from None
+    except Exception as error:  # BadZipFile, OSError, and UnicodeDecodeError for a name flagged UTF-8 that is not
+        raise Refused(f"not a readable zip ({type(error).__name__}: {error})") from None
     with archive:
         members = [info for info in archive.infolist() if not info.is_dir()]
         notebooks = [info for info in members if info.filename.endswith(".ipynb")]
@@ -54,8 +56,8 @@ def _from_zip(path: Path, max_bytes: int) -> tuple[bytes, list[str]]:
         try:
             with archive.open(notebooks[0]) as member:
                 data = member.read(max_bytes + 1)
-        except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, EOFError) as error:
-            raise Refused(f"the notebook in the zip cannot be read ({error})") from None
+        except Exception as error:  # corrupt data: zlib.error, lzma.LZMAError, BadZipFile (CRC), EOFError, ...
+            raise Refused(f"the notebook in the zip cannot be read ({type(error).__name__}: {error})") from None
         if len(data) > max_bytes:
             raise Refused(f"the notebook in the zip is larger than {max_bytes // 2**20} MiB")
         return data, []
@@ -69,7 +71,11 @@ def read_submission(path: Path, assignment: str, max_bytes: int = MAX_BYTES) -> 
     size = path.stat().st_size
     if size > max_bytes:
         raise Refused(f"the file is {size / 2**20:.0f} MiB, larger than the cap of {max_bytes // 2**20} MiB")
-    if zipfile.is_zipfile(path):
+    try:
+        is_zip = zipfile.is_zipfile(path)
+    except OSError as error:
+        raise Refused(f"cannot be read ({error})") from None
+    if is_zip:
         data, notes = _from_zip(path, max_bytes)
     elif path.suffix == ".ipynb":
         data, notes = path.read_bytes(), []
@@ -78,7 +84,7 @@ def read_submission(path: Path, assignment: str, max_bytes: int = MAX_BYTES) -> 
                       f"not a {path.suffix or 'file without extension'}")
     try:
         notebook = json.load(io.BytesIO(data))
-    except (ValueError, RecursionError) as error:
+    except (ValueError, RecursionError, MemoryError) as error:
         raise Refused(f"not a notebook: the file is not JSON ({str(error)[:80]})") from None
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):

@@ -18,6 +18,12 @@ so that an instructor can read it. Two parts:
 
 A determined student can write code this scan misses (obfuscation beyond ``exec`` is
 possible); it is a reading aid, not a proof.
+
+The review reads code a student wrote, so it is bounded like a run: the grader runs it in
+the judges' sandbox (:func:`grading.judge.serve`) under the run's memory limit and a
+share of its time, and it skips, with a finding that says so, a cell over
+:data:`MAX_CELL` characters or a notebook over :data:`MAX_CODE`, and a cell that cannot
+be parsed or is nested too deeply to walk.
 """
 from __future__ import annotations
 
@@ -25,10 +31,13 @@ import ast
 import builtins
 import difflib
 import re
-import threading
 
 #: The member of ``autograder.zip`` holding the distributed notebook's code cells.
 DISTRIBUTED = "distributed.json"
+#: The longest cell scanned, and the most code compared and scanned, in characters
+#: (the longest cell of a chapter's solution is about 4,000).
+MAX_CELL = 100_000
+MAX_CODE = 2_000_000
 
 CHECK_CELL = re.compile(r'grader\.check\(\s*"([^"]+)"\s*\)')
 SENSITIVE_MODULES = {
@@ -86,12 +95,13 @@ def _label(index: int, source: str) -> str:
 
 
 def _python(source: str):
-    """The cell as Python's syntax tree (IPython's ``!`` and ``%`` lines made calls), or None."""
+    """The cell as Python's syntax tree (IPython's ``!`` and ``%`` lines made calls), or
+    None when it cannot be read (a syntax error, too many magics, nesting too deep)."""
     from IPython.core.inputtransformer2 import TransformerManager
 
     try:
         return ast.parse(TransformerManager().transform_cell(source))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (Exception, RecursionError, MemoryError):  # IPython raises RuntimeError past 500 magics
         return None
 
 
@@ -230,6 +240,16 @@ def _alignment(given: list[dict], submitted: list[str]):
             yield (left[k] if k < len(left) else None, right[k] if k < len(right) else None, tag == "equal")
 
 
+def given_cells(distributed: list[dict], cells: list[str]) -> list[bool]:
+    """For each submitted cell, whether it is a cell of the distributed notebook that the
+    student was not asked to write, unchanged (the setup, the imports, the given code)."""
+    given = [False] * len(cells)
+    for index_given, index, same in _alignment(distributed, cells):
+        if same and index is not None and index_given is not None and not distributed[index_given]["answer"]:
+            given[index] = True
+    return given
+
+
 def _owners(given: list[dict]) -> list[str | None]:
     """The question each distributed cell belongs to: the next check cell's."""
     owners, question = [None] * len(given), None
@@ -240,21 +260,14 @@ def _owners(given: list[dict]) -> list[str | None]:
     return owners
 
 
-#: Python 3.11's parser is not safe to run in two threads at once (its recursion check
-#: is shared: "AST constructor recursion depth mismatch"); the grader reviews in threads.
-_PARSING = threading.Lock()
-
-
 def review(submission, distributed: list[dict] | None, tests: dict[str, str]) -> list[str]:
     """The findings for one submission (an :class:`grading.intake.Submission`)."""
-    with _PARSING:
-        return _review(submission, distributed, tests)
-
-
-def _review(submission, distributed: list[dict] | None, tests: dict[str, str]) -> list[str]:
     parameters = check_parameters(tests)
     check_names = set().union(*parameters.values()) if parameters else set()
     cells = submission.cells
+    if sum(len(source) for source in cells) > MAX_CODE:
+        return [f"its code is {sum(len(s) for s in cells):,} characters, more than the {MAX_CODE:,} the review "
+                "reads: not compared with the distributed notebook, not scanned"]
     changes, deleted = list(submission.notes), []
     to_scan: list[tuple[int, set[str]]] = []
     if distributed is None:
@@ -280,13 +293,21 @@ def _review(submission, distributed: list[dict] | None, tests: dict[str, str]) -
     if deleted:
         shown = ", ".join(map(str, deleted[:12])) + (", ..." if len(deleted) > 12 else "")
         changes.append(f"deletes {len(deleted)} given code cell(s) of the distributed notebook ({shown})")
-    trees = [_python(source) for source in cells]
+    trees = [_python(source) if len(source) <= MAX_CELL else None for source in cells]
     imported = _imported_names(tree for tree in trees if tree is not None)
     found = []
     for index, own in to_scan:
+        if len(cells[index]) > MAX_CELL:
+            found.append(f"{_label(index, cells[index])}: {len(cells[index]):,} characters, more than the "
+                         f"{MAX_CELL:,} the review reads: not scanned")
+            continue
         if trees[index] is None:
+            found.append(f"{_label(index, cells[index])}: not Python the review can read: not scanned")
             continue
         scan = _Scan(imported, check_names, own)
-        scan.visit(trees[index])
+        try:
+            scan.visit(trees[index])
+        except RecursionError:
+            scan.note("nested too deeply to scan in full")
         found += [f"{_label(index, cells[index])}: {text}" for text in scan.found]
     return found + changes  # what the code does first, then how the notebook changed

@@ -82,6 +82,7 @@ class Grader:
         self.checked: set[str] = set()
         self.serving = False
         self.events: list[str] = []
+        self.raised: list[list] = []  # [cell index, exception type] of the cells that raised
 
     def check(self, question, *args, **kwargs):
         """Let the judge check ``question`` now (once: later checks of it are ignored)."""
@@ -101,7 +102,8 @@ class Grader:
 
     def finish(self) -> None:
         """After the last cell: the judge checks the questions that were not checked yet."""
-        wire.write_message(self.to_judge, {"event": "end", "events": self.events[:50], "cpu": _cpu_seconds()})
+        wire.write_message(self.to_judge, {"event": "end", "events": self.events[:50], "raised": self.raised[:200],
+                                           "cpu": _cpu_seconds()})
         self._serve(until="finish")
 
     def _serve(self, until: str) -> None:
@@ -187,8 +189,11 @@ def run(job: dict) -> None:
     sys.modules["otter"] = otter
     shell.user_ns["grader"] = grader
     _watch(grader)
-    for source in job["cells"]:
-        shell.run_cell(source, store_history=False)
+    for index, source in enumerate(job["cells"]):
+        outcome = shell.run_cell(source, store_history=False)
+        error = outcome.error_before_exec or outcome.error_in_exec
+        if error is not None:
+            grader.raised.append([index, type(error).__name__[:80]])
     grader.finish()
 
 

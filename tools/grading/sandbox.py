@@ -19,10 +19,19 @@ milliseconds. What the submission's process sees:
 - **limits** the runner sets before any submitted code runs (CPU seconds, address
   space, processes, file size, open files), a wall-clock timeout the grader enforces,
   and an unprivileged user: as root the sandbox is set up as root and the runner then
-  takes a user id of its own (:func:`user_id`: one per concurrent run, so that a fork
-  bomb in one run cannot use up another's process limit; the kernel does not apply that
-  limit to root at all); otherwise bubblewrap maps the instructor to ``nobody`` in a user
-  namespace of its own, where the limit counts that namespace's processes.
+  takes a user id of its own (:func:`user_id`: a new one for every run, so that a fork
+  bomb in one run cannot use up another's process limit, and nothing kept per user
+  passes from one submission to the next; the kernel does not apply that limit to root
+  at all); otherwise bubblewrap maps the instructor to ``nobody`` in a user namespace of
+  its own, where the limit counts that namespace's processes;
+- **system calls refused** by a seccomp filter (:mod:`grading.seccomp`): the kernel's
+  keyring, which is not namespaced and would let one run leave a key for the next, and
+  the calls that reach past a container, as Docker's default profile refuses them.
+
+The judges (:mod:`grading.judge`) run in a sandbox of the same kind
+(:func:`judges_command`): no network, a read-only view of the same files, no home
+folder, an empty environment, the same filter, a user id of their own, and only the
+checks of the autograder added.
 
 Why bubblewrap and not Docker, nor ``unshare``: Docker needs a daemon (and, to run it,
 root-equivalent rights), an image to build and keep in step with the book's libraries,
@@ -41,21 +50,29 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-#: Where the runner's package is mounted inside the sandbox, and where the job is.
+#: Where the runner's package is mounted inside the sandbox, where the job is, and where
+#: the judges' checks are (in theirs).
 CODE = "/grading/code"
 JOB = "/grading/job.json"
+SETUP = "/grading/setup.json"
 WORKDIR = "/tmp/work"
 HOME = "/tmp/home"
-#: User ids for runs started as root come from the range set apart for containers' users
-#: (524288 and up), which no account on the machine uses.
+#: User ids for processes started as root come from the range set apart for containers'
+#: users (524288 and up), which no account on the machine uses.
 FIRST_UID = 524288
 
 
-def user_id(slot: int) -> int:
-    """The user id of the run in job slot ``slot`` of this grader: one per concurrent run,
-    and (by the grader's process id) apart from another grader's running beside it, so
-    that the kernel's limit on one user's processes is each run's own."""
-    return FIRST_UID + (os.getpid() % 65536) * 256 + slot % 256
+def user_id(run: int) -> int:
+    """The user id of this grader's run number ``run``: a new one for each run (256 before
+    one comes back, far more than run at once), and (by the grader's process id) apart
+    from another grader's running beside it, so that the kernel's limit on one user's
+    processes is each run's own and nothing the kernel keeps per user passes on."""
+    return FIRST_UID + (os.getpid() % 65536) * 256 + run % 256
+
+
+def judges_user_id() -> int:
+    """The user id of this grader's judges: above every run's (:func:`user_id`)."""
+    return FIRST_UID + 65536 * 256 + os.getpid() % 65536
 
 
 @dataclass(frozen=True)
@@ -143,17 +160,40 @@ def environment() -> dict[str, str]:
             "MKL_NUM_THREADS": "1", "TERM": "dumb"}
 
 
-def bwrap_command(job: Path, passwd: Path, limits: Limits) -> list[str]:
-    """The command that runs ``python -m grading.runner`` on ``job`` in a new sandbox."""
+def _bwrap() -> str:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
-    if os.geteuid() == 0:  # set up as root, then the runner takes its own user id
-        isolation = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-                     "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    else:  # the instructor becomes nobody in a user namespace
-        isolation = ["--unshare-all", "--uid", "65534", "--gid", "65534"]
-    command = [bwrap, *isolation, "--as-pid-1", "--die-with-parent", "--new-session", "--clearenv"]
+    return bwrap
+
+
+def _isolation() -> list[str]:
+    if os.geteuid() == 0:  # set up as root, then the program takes its own user id
+        return ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    return ["--unshare-all", "--uid", "65534", "--gid", "65534"]  # the instructor becomes nobody
+
+
+def seccomp_descriptor() -> int:
+    """A pipe's read end holding the seccomp filter (:mod:`grading.seccomp`), for
+    bubblewrap's ``--seccomp``; the caller passes it on and closes it."""
+    from . import seccomp
+
+    try:
+        program = seccomp.filter_program()
+    except RuntimeError as error:
+        raise SandboxUnavailable(str(error)) from None
+    read_end, write_end = os.pipe()
+    os.write(write_end, program)  # a few hundred bytes: the pipe holds them
+    os.close(write_end)
+    return read_end
+
+
+def bwrap_command(job: Path, passwd: Path, limits: Limits, seccomp_fd: int) -> list[str]:
+    """The command that runs ``python -m grading.runner`` on ``job`` in a new sandbox
+    (``seccomp_fd``: :func:`seccomp_descriptor`, passed to the command)."""
+    command = [_bwrap(), *_isolation(), "--as-pid-1", "--die-with-parent", "--new-session", "--clearenv",
+               "--seccomp", str(seccomp_fd)]
     for name, value in environment().items():
         command += ["--setenv", name, value]
     # the scratch /tmp first, so that an environment or checkout under /tmp (a clone in
@@ -171,9 +211,40 @@ def bwrap_command(job: Path, passwd: Path, limits: Limits) -> list[str]:
     return command
 
 
+def judges_environment() -> dict[str, str]:
+    """The judges' whole environment: nothing of the instructor's, no home folder."""
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONPATH": CODE,
+            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def judges_command(setup: Path, control_fd: int, seccomp_fd: int) -> list[str]:
+    """The command that runs the judges' server (``python -m grading.judge``) in its own
+    sandbox: no network, its own processes, a read-only view of the system, the Python
+    environment, ``companion`` and the grading code, the autograder's checks
+    (``setup``) and nothing else; no home folder, an empty environment, the seccomp
+    filter, a user id of its own; a 16 MiB scratch ``/tmp`` that no run shares."""
+    command = [_bwrap(), *_isolation(), "--as-pid-1", "--die-with-parent", "--new-session", "--clearenv",
+               "--seccomp", str(seccomp_fd)]
+    for name, value in judges_environment().items():
+        command += ["--setenv", name, value]
+    command += ["--proc", "/proc", "--dev", "/dev", "--size", str(16 * 2**20), "--perms", "1777",
+                "--tmpfs", "/tmp"]
+    mounts = _system_mounts() + _python_mounts()
+    command += _parents(mounts) + mounts
+    command += ["--ro-bind", str(setup), SETUP, "--remount-ro", "/", "--chdir", "/",
+                sys.executable, "-s", "-m", "grading.judge", SETUP, str(control_fd)]
+    return command + ([str(judges_user_id())] if os.geteuid() == 0 else [])
+
+
 def plain_command(job: Path) -> list[str]:
     """Without a sandbox (``--no-sandbox``): only for notebooks you trust."""
     return [sys.executable, "-s", "-m", "grading.runner", str(job)]
+
+
+def plain_judges_command(setup: Path, control_fd: int) -> list[str]:
+    """The judges' server without a sandbox (``--no-sandbox``)."""
+    return [sys.executable, "-s", "-m", "grading.judge", str(setup), str(control_fd)]
 
 
 def write_accounts(folder: Path, uid: int) -> Path:
@@ -194,11 +265,15 @@ def check_available(limits: Limits = Limits()) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.json"
         job.write_text("{}")
-        command = bwrap_command(job, write_accounts(Path(tmp), user_id(0)), limits)
-        probe = command[:command.index(sys.executable)] + ["/bin/sh", "-c", "exit 0"]
+        seccomp_fd = seccomp_descriptor()
         try:
-            result = subprocess.run(probe, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise SandboxUnavailable(f"bubblewrap did not start: {error}") from None
+            command = bwrap_command(job, write_accounts(Path(tmp), user_id(0)), limits, seccomp_fd)
+            probe = command[:command.index(sys.executable)] + ["/bin/sh", "-c", "exit 0"]
+            try:
+                result = subprocess.run(probe, capture_output=True, text=True, timeout=60, pass_fds=(seccomp_fd,))
+            except (OSError, subprocess.TimeoutExpired) as error:
+                raise SandboxUnavailable(f"bubblewrap did not start: {error}") from None
+        finally:
+            os.close(seccomp_fd)
         if result.returncode != 0:
             raise SandboxUnavailable(f"bubblewrap could not build the sandbox: {result.stderr.strip()[-500:]}")

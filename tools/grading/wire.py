@@ -12,9 +12,12 @@ A submission runs in a sandbox (``runner.py``); the checks run in another proces
   cannot be written as data: only its type's name goes across);
 - NumPy arrays and torch tensors as ``.npy`` files, read with ``allow_pickle=False``
   (so no object arrays; an array of objects goes across element by element);
-- SymPy expressions and matrices as the text of ``sympy.srepr``, read back by
-  :func:`read_sympy`, a walker over the syntax tree that builds SymPy objects and
-  nothing else (never ``eval``, never ``sympify`` of a string).
+- SymPy expressions and matrices as trees of their own (:func:`sympy_node`): a symbol
+  by its name and assumptions, a number by its digits, a constant (``pi``, ``oo``) by its
+  name, a compound expression by the name of its SymPy class and its arguments, a matrix
+  by its shape and entries. :func:`from_sympy_node` builds them back by calling SymPy's
+  classes on SymPy objects, never on text: nothing that crosses is parsed (SymPy's own
+  reading of a string, ``sympify``, is ``eval``).
 
 Never a pickle: unpickling runs whatever code the pickle names, so a pickle written by a
 submission would run the submission's code in the process that reads it.
@@ -30,7 +33,6 @@ value, becomes an :class:`Unreadable` value that says why.
 """
 from __future__ import annotations
 
-import ast
 import base64
 import dataclasses
 import functools
@@ -49,9 +51,9 @@ MAX_MESSAGE = 256 * 2**20
 #: The most nodes in one message's tree, and the deepest nesting.
 MAX_NODES = 2_000_000
 MAX_DEPTH = 64
-#: The most attributes written for one object, the longest SymPy text.
+#: The most attributes written for one object, the longest name of a SymPy symbol.
 MAX_ATTRIBUTES = 64
-MAX_SYMPY_TEXT = 2 * 2**20
+MAX_SYMPY_NAME = 200
 #: Python's own limit on the digits of an int read from text.
 MAX_INT_DIGITS = 4300
 
@@ -166,7 +168,7 @@ class Encoder:
             return {"t": "bytes", "v": base64.b64encode(bytes(value)).decode()}
         if sympy is not None and (isinstance(value, (sympy.Basic, sympy.MatrixBase))
                                   or (isinstance(value, type) and issubclass(value, sympy.Basic))):
-            return {"t": "sympy", "v": sympy.srepr(value)}
+            return {"t": "sympy", "v": sympy_node(value, depth)}
         if numpy is not None and issubclass(kind, numpy.ndarray):
             return self._ndarray(numpy.ndarray.view(value, numpy.ndarray), depth)
         if torch is not None and isinstance(value, torch.Tensor):
@@ -322,8 +324,8 @@ class Decoder:
             array = np.empty(len(items), dtype=object)
             array[:] = items
             return array.reshape(shape)
-        if kind == "sympy" and isinstance(v, str):
-            return read_sympy(v)
+        if kind == "sympy" and isinstance(v, dict):
+            return from_sympy_node(v, depth)
         if kind == "function" and isinstance(node.get("handle"), str):
             if self.stub is None:
                 return _named(Unreadable, str(node.get("name", "function")))("a function")
@@ -390,118 +392,175 @@ def decode(tree: dict, blobs: list[bytes], stub=None, trusted: bool = False):
     return Decoder(blobs, stub, trusted)(tree)
 
 
-# --- SymPy as text -------------------------------------------------------------------------
+# --- SymPy as data ---------------------------------------------------------------------------
 
-#: Keyword arguments srepr writes: a symbol's assumptions, a Float's precision, a Dummy's index.
-_INT_KEYWORDS = {"precision": 10_000, "dummy_index": 2**63}
-#: The only constructors that take a string, and which strings they take.
-_STRING_ARGUMENT = {"Symbol": None, "Dummy": None, "Wild": None, "Function": None, "Str": None,
-                    "Float": _FLOAT}
+#: The characters a SymPy name may hold: letters, digits and a few marks (``theta_i``,
+#: ``q_{a}``, ``x'``); never quotes, brackets of calls, operators or control characters.
+_NAME = re.compile(r"[^\W\d][\w{}^',.\\]*")
 
 
 @functools.lru_cache(maxsize=1)
 def _sympy_names():
+    """The SymPy classes a tree may name (every Basic or matrix class SymPy exports, and
+    two it does not), and its named constants (``pi``, ``E``, ``I``, ``oo``, ...)."""
     import sympy
     from sympy.core.assumptions import _assume_defined
+    from sympy.core.symbol import Str
+    from sympy.functions.elementary.piecewise import ExprCondPair
 
     constructors, constants = {}, {}
     for name in dir(sympy):
         item = getattr(sympy, name)
         if isinstance(item, type) and issubclass(item, (sympy.Basic, sympy.MatrixBase)):
             constructors[name] = item
-        elif isinstance(item, sympy.Basic):
-            constants[name] = item
-    from sympy.core.symbol import Str
-    from sympy.functions.elementary.piecewise import ExprCondPair
+        elif isinstance(item, sympy.Basic) and not isinstance(item, (sympy.Integer, sympy.Rational)):
+            constants.setdefault(name, item)
     constructors.update(Str=Str, ExprCondPair=ExprCondPair)
-    return constructors, constants, set(_assume_defined)
+    constants["-oo"] = sympy.S.NegativeInfinity
+    names_of = {id(item): name for name, item in constants.items()}
+    return constructors, constants, names_of, set(_assume_defined)
 
 
-def read_sympy(text: str):
-    """The SymPy object whose ``srepr`` is ``text``, built without ``eval``.
+def _name(text) -> str:
+    if not isinstance(text, str) or len(text) > MAX_SYMPY_NAME or not _NAME.fullmatch(text):
+        raise WireError("a SymPy name must be letters, digits and _{}^',. only")
+    return text
 
-    The text is parsed into Python's syntax tree, and only these forms are accepted:
-    a call of a SymPy class (an expression, a function such as ``sin``, a matrix), a
-    call of ``Function('f')``, SymPy's named constants (``pi``, ``oo``, ``true``, ...),
-    whole numbers, tuples and lists of these, and keyword arguments that are a symbol's
-    assumptions (``positive=True``), a Float's ``precision`` or a Dummy's index. A
-    string may only be a name (of a Symbol, Dummy, Function) or the digits of a Float:
-    SymPy parses strings given to any other constructor, and parsing is ``eval``.
-    Anything else raises :class:`WireError`. SymPy evaluates as it builds, which gives
-    back the very expression ``srepr`` wrote (its round-trip property); text written to
-    be slow to build (``Pow(Integer(10), Integer(10**9))``) is stopped by the judge's
-    time and memory limits.
-    """
+
+def sympy_node(value, depth: int = 0) -> dict:
+    """A SymPy object as data: ``{"symbol": name, "assumptions": {...}}``, ``{"integer":
+    digits}``, ``{"rational": [p, q]}``, ``{"float": digits, "precision": bits}``,
+    ``{"constant": "pi"}``, ``{"function": "f"}`` (an undefined function),
+    ``{"applied": "f", "args": [...]}`` (one applied), ``{"class": "sin"}`` (a SymPy class
+    itself), ``{"matrix": [rows, cols], "args": [...]}``, or ``{"head": "Add", "args":
+    [...]}`` for any other SymPy class, whose arguments rebuild it (``expr.func(*expr.args)
+    == expr``, SymPy's own invariant). Raises WireError for what it cannot write."""
+    import sympy
+    from sympy.core.function import AppliedUndef, UndefinedFunction
+
+    if depth > MAX_DEPTH:
+        raise WireError("a SymPy expression nested too deeply")
+    constructors, constants, names_of, _ = _sympy_names()
+    kind = type(value)
+    if isinstance(value, UndefinedFunction):
+        return {"function": _name(value.__name__)}
+    if isinstance(value, type):
+        if constructors.get(value.__name__) is value:
+            return {"class": value.__name__}
+        raise WireError(f"the SymPy class {value.__name__} is not one SymPy exports")
+    if isinstance(value, sympy.MatrixBase):
+        return {"matrix": [int(value.rows), int(value.cols)], "immutable": isinstance(value, sympy.ImmutableMatrix),
+                "args": [sympy_node(entry, depth + 1) for entry in value]}
+    if id(value) in names_of:
+        return {"constant": names_of[id(value)]}
+    if isinstance(value, sympy.Integer):
+        return {"integer": str(int(value))}
+    if isinstance(value, sympy.Rational):
+        return {"rational": [str(value.p), str(value.q)]}
+    if isinstance(value, sympy.Float):
+        return {"float": sympy.srepr(value).split("'")[1], "precision": int(value._prec)}
+    if isinstance(value, sympy.Dummy):
+        return {"dummy": _name(value.name), "index": int(value.dummy_index),
+                "assumptions": _assumptions(value)}
+    if kind is sympy.Symbol:
+        return {"symbol": _name(value.name), "assumptions": _assumptions(value)}
+    if isinstance(value, AppliedUndef):
+        return {"applied": _name(kind.__name__), "args": [sympy_node(a, depth + 1) for a in value.args]}
+    if kind.__name__ == "Str":
+        return {"str": _name(value.name)}
+    if constructors.get(kind.__name__) is kind and value.args:
+        return {"head": kind.__name__, "args": [sympy_node(a, depth + 1) for a in value.args]}
+    raise WireError(f"a SymPy {kind.__name__} is not written as data")
+
+
+def _assumptions(symbol) -> dict:
+    given = getattr(symbol, "_assumptions_orig", None) or symbol.assumptions0
+    return {str(k): bool(v) for k, v in given.items() if isinstance(v, bool)}
+
+
+def from_sympy_node(node: dict, depth: int = 0):
+    """The SymPy object a :func:`sympy_node` tree describes, built by calling SymPy's own
+    classes on SymPy objects and numbers: no string is ever read as an expression (a
+    name becomes a Symbol's name, digits a number's value, and nothing else). Anything
+    else raises WireError. SymPy evaluates as it builds, which gives back the object
+    the tree was written from; a tree written to be slow to build (``Pow(10, 10**9)``)
+    is stopped by the judge's time and memory limits."""
     import sympy
 
-    if not isinstance(text, str) or len(text) > MAX_SYMPY_TEXT:
-        raise WireError("SymPy text too long")
-    constructors, constants, assumptions = _sympy_names()
-    try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-        raise WireError(f"not SymPy text: {type(error).__name__}") from None
-    count = sum(1 for _ in ast.walk(tree))
-    if count > MAX_NODES:
-        raise WireError("SymPy text too large")
+    if depth > MAX_DEPTH + 1 or not isinstance(node, dict):
+        raise WireError("a SymPy node nested too deeply, or not a node")
+    constructors, constants, _, assumptions = _sympy_names()
 
-    def number(node):
-        if isinstance(node, ast.Constant) and type(node.value) in (int, bool):
-            return node.value
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(
-                node.operand, ast.Constant) and type(node.operand.value) is int:
-            return -node.operand.value
-        return None
+    def args() -> list:
+        items = node.get("args")
+        if not isinstance(items, list):
+            raise WireError("a SymPy node without its arguments")
+        return [from_sympy_node(item, depth + 1) for item in items]
 
-    def build(node, string_rule=None, depth=0):
-        if depth > 500:
-            raise WireError("SymPy text nested too deeply")
-        value = number(node)
-        if value is not None:
-            return value
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if string_rule is None or (string_rule is not True and not string_rule.fullmatch(node.value)) \
-                    or len(node.value) > 1000:
-                raise WireError("a string where SymPy text has none")
-            return node.value
-        if isinstance(node, (ast.Tuple, ast.List)):
-            items = [build(item, None, depth + 1) for item in node.elts]
-            return tuple(items) if isinstance(node, ast.Tuple) else items
-        if isinstance(node, ast.Name) and node.id in constants:
-            return constants[node.id]
-        if isinstance(node, ast.Call):
-            return call(node, depth)
-        raise WireError(f"not allowed in SymPy text: {type(node).__name__}")
+    def given() -> dict:
+        found = node.get("assumptions", {})
+        if not isinstance(found, dict) or not all(k in assumptions and type(v) is bool for k, v in found.items()):
+            raise WireError("a symbol's assumptions must be SymPy's, each True or False")
+        return found
 
-    def call(node, depth):
-        func = node.func
-        if isinstance(func, ast.Call):  # Function('f')(x): an undefined function applied
-            target = build(func, None, depth + 1)
-            if not isinstance(target, sympy.core.function.UndefinedFunction):
-                raise WireError("only Function('name') may be called with arguments")
-            return target(*[build(a, None, depth + 1) for a in node.args])
-        if not isinstance(func, ast.Name) or func.id not in constructors:
-            raise WireError(f"not a SymPy constructor: {ast.dump(func)[:80]}")
-        rule = _STRING_ARGUMENT.get(func.id, None)
-        rule = True if func.id in _STRING_ARGUMENT and rule is None else rule
-        args = [build(a, rule if i == 0 else None, depth + 1) for i, a in enumerate(node.args)]
-        keywords = {}
-        for keyword in node.keywords:
-            value = number(keyword.value)
-            if keyword.arg in assumptions and type(value) is bool:
-                keywords[keyword.arg] = value
-            elif keyword.arg in _INT_KEYWORDS and type(value) is int and 0 <= value <= _INT_KEYWORDS[keyword.arg]:
-                keywords[keyword.arg] = value
-            else:
-                raise WireError(f"keyword argument not allowed in SymPy text: {keyword.arg}")
-        return constructors[func.id](*args, **keywords)
-
-    try:
-        return build(tree.body)
-    except WireError:
-        raise
-    except (RecursionError, MemoryError) as error:
-        raise WireError(f"SymPy text too large: {type(error).__name__}") from None
+    if "symbol" in node:
+        return sympy.Symbol(_name(node["symbol"]), **given())
+    if "dummy" in node:
+        index = node.get("index")
+        if type(index) is not int or not 0 <= index < 2**63:
+            raise WireError("a Dummy's index must be a whole number")
+        return sympy.Dummy(_name(node["dummy"]), dummy_index=index, **given())
+    if "integer" in node:
+        digits = node["integer"]
+        if not isinstance(digits, str) or not re.fullmatch(r"-?\d{1,%d}" % MAX_INT_DIGITS, digits):
+            raise WireError("an integer's digits")
+        return sympy.Integer(int(digits))
+    if "rational" in node:
+        pair = node["rational"]
+        if not (isinstance(pair, list) and len(pair) == 2 and all(
+                isinstance(x, str) and re.fullmatch(r"-?\d{1,%d}" % MAX_INT_DIGITS, x) for x in pair)):
+            raise WireError("a rational's digits")
+        return sympy.Rational(int(pair[0]), int(pair[1]))
+    if "float" in node:
+        digits, precision = node["float"], node.get("precision")
+        if not isinstance(digits, str) or not _FLOAT.fullmatch(digits) or len(digits) > 10_000 \
+                or type(precision) is not int or not 1 <= precision <= 10_000:
+            raise WireError("a float's digits and precision")
+        return sympy.Float(digits, precision=precision)
+    if "constant" in node:
+        if node["constant"] not in constants:
+            raise WireError("not a SymPy constant")
+        return constants[node["constant"]]
+    if "str" in node:
+        return constructors["Str"](_name(node["str"]))
+    if "function" in node:
+        return sympy.Function(_name(node["function"]))
+    if "applied" in node:
+        return sympy.Function(_name(node["applied"]))(*args())
+    if "class" in node:
+        cls = constructors.get(node["class"]) if isinstance(node["class"], str) else None
+        if cls is None:
+            raise WireError("not a SymPy class")
+        return cls
+    if "matrix" in node:
+        shape, entries = node["matrix"], args()
+        if not (isinstance(shape, list) and len(shape) == 2 and all(type(n) is int and n >= 0 for n in shape)
+                and shape[0] * shape[1] == len(entries)):
+            raise WireError("a matrix whose shape does not match its entries")
+        kind = sympy.ImmutableMatrix if node.get("immutable") is True else sympy.Matrix
+        return kind(shape[0], shape[1], entries)
+    if "head" in node:
+        cls = constructors.get(node["head"]) if isinstance(node["head"], str) else None
+        if cls is None or not issubclass(cls, sympy.Basic):
+            raise WireError(f"not a SymPy class: {str(node['head'])[:40]!r}")
+        built = args()
+        try:
+            return cls(*built)
+        except (RecursionError, MemoryError) as error:
+            raise WireError(f"a SymPy expression too large to build: {type(error).__name__}") from None
+        except Exception as error:  # arguments this class does not take
+            raise WireError(f"a SymPy {cls.__name__} that could not be built ({type(error).__name__})") from None
+    raise WireError("not a SymPy node")
 
 
 # --- messages on a pipe ----------------------------------------------------------------------
