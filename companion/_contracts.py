@@ -950,8 +950,20 @@ def permutation(perm) -> None:
         raise ValueError(f"perm must contain each of 0..{perm.size - 1} exactly once, got {perm.tolist()}")
 
 
+class ArgumentError(ValueError):
+    """An argument refused by its kind or a rule (a ``ValueError``, whose message names the
+    parameter): the type lets a function that declares ``result=Finite(...)`` tell a value
+    its own body computed, and handed to another checked function, from its caller's."""
+
+
 class Finite:
-    """A result rule: an overflow (``inf``/``nan`` in the result) is the fault of the inputs ``names``."""
+    """A result rule: an overflow (``inf``/``nan`` in the result) is the fault of the inputs ``names``.
+
+    The function's body runs with floating-point overflow ignored; an ``OverflowError``,
+    a ``FloatingPointError``, a non-finite result, or a value computed in the body that
+    a checked function it calls refuses (:class:`ArgumentError`: scores that overflowed
+    to ``inf`` and a softmax that refuses them) is reported as the fault of ``names``.
+    """
 
     def __init__(self, names: str, hint: str = "scale the inputs down"):
         self.names, self.hint = names, hint
@@ -963,8 +975,8 @@ class Finite:
         return result
 
     def fail(self):
-        raise ValueError(f"{self.names} must be small enough for a finite result: it overflows float64 "
-                         f"(inf or nan); {self.hint}")
+        raise ArgumentError(f"{self.names} must be small enough for a finite result: it overflows float64 "
+                            f"(inf or nan); {self.hint}")
 
 
 # ---------------------------------------------------------------------------
@@ -1052,18 +1064,23 @@ def _checked(fn, rules, result, namespace):
                 values[key] = value
             else:
                 options[key] = value
-        for name, kind in kinds.items():
-            if name in values:
-                value = values[name]
-                if (name in defaults and value is defaults[name]) or (value is None and name in optional):
-                    continue
-                values[name] = kind(name, value)
-            elif name in defaults:
-                values[name] = defaults[name]
-            else:
-                return fn(*args, **kwargs)  # "missing a required argument"
-        for check, needed in checks:
-            check(*(values[n] for n in needed))
+        try:
+            for name, kind in kinds.items():
+                if name in values:
+                    value = values[name]
+                    if (name in defaults and value is defaults[name]) or (value is None and name in optional):
+                        continue
+                    values[name] = kind(name, value)
+                elif name in defaults:
+                    values[name] = defaults[name]
+                else:
+                    return fn(*args, **kwargs)  # "missing a required argument"
+            for check, needed in checks:
+                check(*(values[n] for n in needed))
+        except ArgumentError:
+            raise
+        except ValueError as error:
+            raise ArgumentError(*error.args) from None
         if varargs:
             return fn(*(values.pop(n) for n in leading), *rest, **values, **options)
         if result is None:
@@ -1071,7 +1088,7 @@ def _checked(fn, rules, result, namespace):
         try:
             with np.errstate(over="ignore", invalid="ignore"):
                 out = fn(**values, **options)
-        except (OverflowError, FloatingPointError):
+        except (OverflowError, FloatingPointError, ArgumentError):
             result.fail()
         return result(out)
 

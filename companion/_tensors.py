@@ -32,4 +32,4 @@ def sinusoid(p: torch.Tensor, d: int, base: float) -> torch.Tensor:
 
 def relative_positions(n_queries: int, n_keys: int, device) -> torch.Tensor:
     """:func:`companion.attention.relative_positions` (``j - i``, queries last) as an int64 tensor on ``device``."""
-    return torch.from_numpy(_relative_positions.__wrapped__(n_queries, n_keys)).to(device)
+    return torch.from_numpy(_relative_positions(n_queries, n_keys)).to(device)

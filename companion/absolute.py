@@ -75,7 +75,7 @@ def wavelengths(d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
     about 47,100 at ``d = 64`` (Vaswani et al. 2017). Shape ``(d // 2,)``, float64.
     """
     # lambda_i = 2 pi / omega_i
-    return 2.0 * np.pi / frequencies.__wrapped__(d, base)
+    return 2.0 * np.pi / frequencies(d, base)
 
 
 @contract(entries("positions.size * d", lambda positions, d: positions.size * d))
@@ -98,7 +98,7 @@ def sinusoidal(positions: Positions, d: EvenSize, base: Positive = 10000.0) -> n
     float64 array of shape ``positions.shape + (d,)``; ``(n, d)`` for ``n`` positions.
     """
     # omega_i p, shape positions.shape + (d/2,)
-    angles = positions.astype(np.float64)[..., None] * frequencies.__wrapped__(d, base)
+    angles = positions.astype(np.float64)[..., None] * frequencies(d, base)
     pe = np.empty(positions.shape + (d,))
     # PE(p)_{2i} = sin(omega_i p)
     pe[..., 0::2] = np.sin(angles)
@@ -162,7 +162,7 @@ def rotation_for_offset(k: Offset, d: EvenSize, base: Positive = 10000.0) -> np.
     float64 array of shape ``(d, d)``, block-diagonal with 2 x 2 blocks.
     """
     # omega_i k
-    angle = frequencies.__wrapped__(d, base) * float(k)
+    angle = frequencies(d, base) * float(k)
     c, s = np.cos(angle), np.sin(angle)
     sin_row = np.arange(0, d, 2)
     cos_row = sin_row + 1
@@ -193,7 +193,7 @@ def position_dot_products(m: Positions, n: Positions, d: EvenSize, base: Positiv
     their broadcast shape (use ``m[:, None]`` and ``n[None, :]`` for a table).
     """
     # PE(m) . PE(n), summed over the d components
-    return np.sum(sinusoidal.__wrapped__(m, d, base) * sinusoidal.__wrapped__(n, d, base), axis=-1)
+    return np.sum(sinusoidal(m, d, base) * sinusoidal(n, d, base), axis=-1)
 
 
 @contract(entries("k.size * d / 2", lambda k, d: k.size * (d // 2)))
@@ -206,7 +206,7 @@ def dot_product_at_distance(k: Annotated[np.ndarray, WholeNumbers(signed=True)],
     the dot product alone cannot tell before from after.
     """
     # omega_i k, shape k.shape + (d/2,)
-    angles = k.astype(np.float64)[..., None] * frequencies.__wrapped__(d, base)
+    angles = k.astype(np.float64)[..., None] * frequencies(d, base)
     # sum_i cos(omega_i k)
     return np.sum(np.cos(angles), axis=-1)
 
@@ -287,7 +287,7 @@ def position_score(m: Positions, k: Offset, M: Matrix, base: Positive = 10000.0)
     """
     d = M.shape[0]
     # PE(m)^T M PE(m + k)
-    return np.einsum("...i,ij,...j->...", sinusoidal.__wrapped__(m, d, base), M, sinusoidal.__wrapped__(m + k, d, base))
+    return np.einsum("...i,ij,...j->...", sinusoidal(m, d, base), M, sinusoidal(m + k, d, base))
 
 
 def _row_exists(self, positions) -> None:

@@ -49,7 +49,7 @@ def slopes(n_heads: Heads) -> np.ndarray:
 
     Returns float64 of shape ``(n_heads,)``.
     """
-    p = largest_power_of_two.__wrapped__(n_heads)
+    p = largest_power_of_two(n_heads)
     h = np.arange(1, p + 1)
     # m_h = 2^(-8h/P), h = 1..P
     first = 2.0 ** (-8.0 * h / p)
@@ -88,9 +88,9 @@ def bias(n_heads: Heads, n_queries: Size, n_keys: Size | None = None, mask_futur
 
     Returns float64 of shape ``(n_heads, n_queries, n_keys)``.
     """
-    m = slopes.__wrapped__(n_heads)
+    m = slopes(n_heads)
     # j - i, the query rows being the last positions: (n_queries, n_keys)
-    distance = relative_positions.__wrapped__(n_queries, n_keys)
+    distance = relative_positions(n_queries, n_keys)
     # b_{h,ij} = -m_h (i - j), written m_h (j - i) so that the diagonal is +0.0: (n_heads, n_queries, n_keys)
     b = m[:, None, None] * distance
     if mask_future:
@@ -119,7 +119,7 @@ def distance_weights(n_heads: Heads, n_keys: Size) -> np.ndarray:
 
     Returns float64 of shape ``(n_heads, n_keys)``; each row sums to 1.
     """
-    m = slopes.__wrapped__(n_heads)[:, None]
+    m = slopes(n_heads)[:, None]
     k = np.arange(n_keys)[None, :]
     # w_{h,k} = e^{-m_h k} (1 - e^{-m_h}) / (1 - e^{-m_h n})
     return np.exp(-m * k) * (np.expm1(-m) / np.expm1(-m * n_keys))
@@ -146,7 +146,7 @@ def tail_weight(n_heads: Heads, n_keys: Size, distance: NonNegative) -> np.ndarr
 
     Returns float64 of shape ``(n_heads,)``.
     """
-    m = slopes.__wrapped__(n_heads)
+    m = slopes(n_heads)
     # T_h(D) = (e^{-m_h D} - e^{-m_h n}) / (1 - e^{-m_h n})
     return np.exp(-m * distance) * (np.expm1(-m * (n_keys - distance)) / np.expm1(-m * n_keys))
 
@@ -174,7 +174,7 @@ def effective_span(n_heads: Heads, n_keys: Size, share: Annotated[float, Real(gt
     Returns int64 of shape ``(n_heads,)``, each in ``0 .. n_keys - 1``.
     """
     # sum_{k <= D} w_{h,k}, per head
-    cumulative = np.cumsum(distance_weights.__wrapped__(n_heads, n_keys), axis=-1)
+    cumulative = np.cumsum(distance_weights(n_heads, n_keys), axis=-1)
     # the smallest D whose cumulative weight reaches the share
     return np.minimum((cumulative < share).sum(axis=-1), n_keys - 1).astype(np.int64)
 
@@ -193,7 +193,7 @@ class ALiBi(nn.Module):
     def __init__(self, n_heads: Heads):
         super().__init__()
         self.n_heads = n_heads
-        shown = torch.from_numpy(slopes.__wrapped__(self.n_heads)).to(torch.get_default_dtype())
+        shown = torch.from_numpy(slopes(self.n_heads)).to(torch.get_default_dtype())
         self.register_buffer("slopes", shown, persistent=False)
 
     @contract(keys_after_queries,
@@ -202,7 +202,7 @@ class ALiBi(nn.Module):
     def forward(self, n_queries: Size, n_keys: Size | None = None) -> torch.Tensor:
         device, dtype = self.slopes.device, self.slopes.dtype
         # exact slopes at every call, so that casting the module to float32 and back loses nothing
-        m = torch.tensor(slopes.__wrapped__(self.n_heads), dtype=_tensors.work_dtype(device), device=device).to(dtype)
+        m = torch.tensor(slopes(self.n_heads), dtype=_tensors.work_dtype(device), device=device).to(dtype)
         # j - i, shape (n_queries, n_keys)
         distance = _tensors.relative_positions(n_queries, n_queries if n_keys is None else n_keys, device)
         # m_h (j - i), shape (n_heads, n_queries, n_keys)

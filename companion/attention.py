@@ -108,7 +108,7 @@ def causal_mask(n_queries: Size, n_keys: Size | None = None) -> np.ndarray:
     ``>= n_queries``.
     """
     # j <= i, i.e. j - i <= 0
-    return relative_positions.__wrapped__(n_queries, n_keys) <= 0
+    return relative_positions(n_queries, n_keys) <= 0
 
 
 @contract(permutation)
@@ -163,7 +163,7 @@ def scaled_dot_product_attention(q: Sequences, k: Sequences, v: Sequences, mask:
         # S_ij = -inf where mask_ij is False
         scores = np.where(mask, scores, -np.inf)
     # A = softmax_j(S)
-    weights = softmax.__wrapped__(scores, axis=-1)
+    weights = softmax(scores, axis=-1)
     # out = A v, shape (..., n_queries, d_v)
     return weights @ v, weights
 
@@ -183,4 +183,4 @@ def self_attention(x: Sequences, w_q: Matrix, w_k: Matrix, w_v: Matrix, mask: Ma
     """
     # q = x W_Q, k = x W_K, v = x W_V, each (..., n, d_k or d_v)
     q, k, v = x @ w_q, x @ w_k, x @ w_v
-    return scaled_dot_product_attention.__wrapped__(q, k, v, mask, bias)
+    return scaled_dot_product_attention(q, k, v, mask, bias)

@@ -349,7 +349,7 @@ def _default(settings, n):
 # linear: Position Interpolation by factor (it reads no length)
 def _linear(settings, n):
     # theta_i / factor
-    return scaling.position_interpolation.__wrapped__(settings.rotary_dim, settings.parameters["factor"],
+    return scaling.position_interpolation(settings.rotary_dim, settings.parameters["factor"],
                                                       base=settings.base).inv_freq, 1.0
 
 
@@ -469,7 +469,7 @@ def _proportional(settings, n):
 def _ntk_alpha(settings, n):
     d, alpha = settings.rotary_dim, settings.parameters["alpha"]
     # theta_i = (base alpha^(d/(d-2)))^(-2i/d)
-    return rope.inv_freq.__wrapped__(d, settings.base * alpha ** (d / (d - 2))), 1.0
+    return rope.inv_freq(d, settings.base * alpha ** (d / (d - 2))), 1.0
 
 
 #: The rope types the library (Transformers 5) computes, plus ``default``: one entry each.
@@ -582,7 +582,7 @@ def read_config(config: ConfigFile, layer_type: LayerType | None = None) -> Rope
 
 
 def _settings(config, layer_type) -> RopeSettings:
-    return config if isinstance(config, RopeSettings) else read_config.__wrapped__(config, layer_type)
+    return config if isinstance(config, RopeSettings) else read_config(config, layer_type)
 
 
 @contract
@@ -598,7 +598,7 @@ def frequencies_at(config: Config, seq_len: Count, layer_type: LayerType | None 
     """
     settings = _settings(config, layer_type)
     inv_freq, factor = ROPE_PARAMETERS[settings.rope_type].compute(settings, seq_len)
-    axes = None if settings.mrope_section is None else mrope.pair_axes.__wrapped__(list(settings.mrope_section),
+    axes = None if settings.mrope_section is None else mrope.pair_axes(list(settings.mrope_section),
                                                                                    settings.mrope_layout)
     return ConfigFrequencies(inv_freq=inv_freq, attention_factor=float(factor), rope_type=settings.rope_type,
                              head_dim=settings.head_dim, rotary_dim=settings.rotary_dim, seq_len=seq_len,
@@ -639,7 +639,7 @@ class DynamicNTKState:
         self.settings = _settings(config, layer_type)
         self.original_length = self.settings.max_position_embeddings
         self.longest = self.original_length
-        self._original = frequencies_at.__wrapped__(self.settings, self.original_length)
+        self._original = frequencies_at(self.settings, self.original_length)
         self.current = self._original
 
     @contract
@@ -647,7 +647,7 @@ class DynamicNTKState:
         """Feed one input of ``seq_len`` tokens; return the frequencies it is rotated with."""
         if seq_len > self.longest:
             # a longer input than any before: the frequencies at its length
-            self.current = frequencies_at.__wrapped__(self.settings, seq_len)
+            self.current = frequencies_at(self.settings, seq_len)
             self.longest = seq_len
         if seq_len < self.original_length and self.longest > self.original_length:
             # strictly below the original length: back to the original frequencies
@@ -705,10 +705,10 @@ def rotate(x: Vectors, positions: Positions,
     r = frequencies.rotary_dim
     if _is_grid(positions, frequencies):
         # pair i turned by p_{a(i)} theta_i: each axis's positions on its own pairs
-        turned = mrope.rotate.__wrapped__(x[..., :r], positions, frequencies.inv_freq, frequencies.axes, layout)
+        turned = mrope.rotate(x[..., :r], positions, frequencies.inv_freq, frequencies.axes, layout)
     else:
         # pair i turned by m theta_i
-        turned = rope.rotate.__wrapped__(x[..., :r], positions, frequencies.inv_freq, layout)
+        turned = rope.rotate(x[..., :r], positions, frequencies.inv_freq, layout)
     # the rotated components times the attention factor, the rest unchanged
     return np.concatenate([turned * frequencies.attention_factor, x[..., r:]], axis=-1)
 
@@ -820,11 +820,11 @@ def config_extension(config: Config, context: Count, trained_length: Count | Non
     """
     settings = _settings(config, layer_type)
     L = trained_length or settings.original_length or settings.max_position_embeddings
-    used = frequencies_at.__wrapped__(settings, context)
+    used = frequencies_at(settings, context)
     # the rotating pairs, and the unscaled frequencies of the same base and rotated size
     scaled = used.inv_freq[used.inv_freq > 0]
     d = settings.head_dim if settings.rope_type == "proportional" else settings.rotary_dim
-    theta = rope.inv_freq.__wrapped__(d, settings.base)[:scaled.size]
+    theta = rope.inv_freq(d, settings.base)[:scaled.size]
     return Extension.of(settings.rope_type, scaled, theta, context / L, L, used.attention_factor)
 
 

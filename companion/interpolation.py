@@ -142,9 +142,9 @@ def pi_bound_ratio(distances: Distances, d: EvenSize = 128,
     ~600" where ``B(s) >= d``. The two bounds bound different quantities (a deviation
     from a chord and an absolute value): the ratio compares guarantees, not scores.
     """
-    theta = rope.inv_freq.__wrapped__(d, base)
+    theta = rope.inv_freq(d, base)
     # B(s) = (d/2) times RoFormer's decay curve
-    B = (d // 2) * rope.long_term_decay.__wrapped__(distances, theta)
+    B = (d // 2) * rope.long_term_decay(distances, theta)
     # C = sum_j theta_j^2 / 8, or the paper's d / (32 ln base)
     C = np.sum(theta**2) / 8.0 if constant == "exact" else d / (32.0 * math.log(base))
     # 2 B(s) / C
@@ -235,7 +235,7 @@ def polynomial_remainder_bound(x: Reals, nodes: Nodes, derivative_bound: NonNega
     float64 of the shape of ``x``.
     """
     # M |omega(x)| / (n + 1)!, the factorial in float64 up to 170!
-    omega = node_polynomial.__wrapped__(x, nodes)
+    omega = node_polynomial(x, nodes)
     bound = derivative_bound * np.abs(omega) / float(math.factorial(min(nodes.size, 170)))
     if nodes.size > 170:  # (n + 1)! beyond float64: divide the rest in as a float sum of logs
         bound = bound / np.exp(sum(math.log(k) for k in range(171, nodes.size + 1)))

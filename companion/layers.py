@@ -158,7 +158,7 @@ def llama4(n_layers: Layers, nope_every: Count = 4, chunk: Size = 8192, base: Po
     RMS-normalise ``q`` and ``k`` after the rotation (``use_qk_norm and not
     is_nope_layer`` in Meta's code; the 128-expert Maverick has ``use_qk_norm`` false).
     """
-    pattern = _nope.irope_layer_pattern.__wrapped__(n_layers, nope_every)
+    pattern = _nope.irope_layer_pattern(n_layers, nope_every)
     return [LayerPlan(rope=False, temperature=True) if kind == "nope"
             else LayerPlan(rope=True, base=base, chunk=chunk, qk_norm=qk_norm) for kind in pattern]
 
@@ -170,7 +170,7 @@ def smollm3(n_layers: Layers, nope_every: Count = 4, base: Positive = 5_000_000.
     Transformers' ``SmolLM3Config``: ``no_rope_layers[l] = int((l + 1) % no_rope_layer_interval != 0)``
     (1 means *with* RoPE, despite the name).
     """
-    pattern = _nope.irope_layer_pattern.__wrapped__(n_layers, nope_every)
+    pattern = _nope.irope_layer_pattern(n_layers, nope_every)
     return [LayerPlan(rope=kind == "rope", base=base if kind == "rope" else None) for kind in pattern]
 
 
@@ -194,7 +194,7 @@ def sliding_window_mask(n: Size, window: Size) -> np.ndarray:
     """
     m = np.arange(n)
     # causal and m - j < window
-    return _causal_mask.__wrapped__(n) & (m[:, None] - m[None, :] < window)
+    return _causal_mask(n) & (m[:, None] - m[None, :] < window)
 
 
 @contract(_SQUARE)
@@ -206,17 +206,17 @@ def chunked_mask(n: Size, chunk: Size) -> np.ndarray:
     """
     m = np.arange(n)
     # causal and in the same block of `chunk` tokens
-    return _causal_mask.__wrapped__(n) & (m[:, None] // chunk == m[None, :] // chunk)
+    return _causal_mask(n) & (m[:, None] // chunk == m[None, :] // chunk)
 
 
 @contract(_SQUARE)
 def layer_mask(plan: Plan, n: Size) -> np.ndarray:
     r"""The attention mask of one layer for ``n`` tokens: causal, cut by its window or chunk."""
     if plan.window is not None:
-        return sliding_window_mask.__wrapped__(n, plan.window)
+        return sliding_window_mask(n, plan.window)
     if plan.chunk is not None:
-        return chunked_mask.__wrapped__(n, plan.chunk)
-    return _causal_mask.__wrapped__(n)
+        return chunked_mask(n, plan.chunk)
+    return _causal_mask(n)
 
 
 @contract
@@ -239,7 +239,7 @@ def longest_rotated_distance(plans: Plans, n: Size) -> int:
     The distances a model can meet beyond its training length matter only where they
     are rotated: a NoPE layer has no angle to extrapolate.
     """
-    rotating = [reach.__wrapped__(plan, n) for plan in plans if plan.rope]
+    rotating = [reach(plan, n) for plan in plans if plan.rope]
     return max(rotating, default=0)
 
 
@@ -252,7 +252,7 @@ def cached_keys(plans: Plans, n: Size) -> int:
     current chunk. Divide by ``n * len(plans)`` for the fraction of a full cache.
     """
     # a layer holds min(n, window or chunk) keys
-    return sum(reach.__wrapped__(plan, n) + 1 for plan in plans)
+    return sum(reach(plan, n) + 1 for plan in plans)
 
 
 @contract
@@ -261,7 +261,7 @@ def layer_frequencies(plan: Plan, d: EvenSize) -> np.ndarray | None:
     if not plan.rope:
         return None
     # position interpolation by `factor` of base^(-2i/d)
-    return _scaling.position_interpolation.__wrapped__(d, plan.factor, base=plan.base).inv_freq
+    return _scaling.position_interpolation(d, plan.factor, base=plan.base).inv_freq
 
 
 @contract(_rms_above_zero)

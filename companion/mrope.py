@@ -231,8 +231,8 @@ def rotate(x: Vectors, positions: Positions, inv_freq: Frequencies, axes: Axes, 
     """
     out = x
     # R(p) x = R_{p_0}(theta^(0)) R_{p_1}(theta^(1)) ... x
-    for a, theta_a in enumerate(axis_frequencies.__wrapped__(inv_freq, axes)):
-        out = _rope.rotate.__wrapped__(out, positions[a], theta_a, layout)
+    for a, theta_a in enumerate(axis_frequencies(inv_freq, axes)):
+        out = _rope.rotate(out, positions[a], theta_a, layout)
     return out
 
 
@@ -302,9 +302,9 @@ def multimodal_positions(segments: Segments, spatial_merge_size: Size = 1) -> tu
     parts, start = [], 0
     for segment in segments:
         if isinstance(segment, numbers.Integral):
-            part = text_positions.__wrapped__(int(segment), start)
+            part = text_positions(int(segment), start)
         else:
-            part = vision_positions.__wrapped__([int(v) for v in segment], start, spatial_merge_size)
+            part = vision_positions([int(v) for v in segment], start, spatial_merge_size)
         parts.append(part)
         # the next segment starts one past the largest position so far
         start = int(part.max()) + 1
@@ -328,7 +328,7 @@ def axial_inv_freq(d: AxialWidth, base: Positive = 10000.0) -> np.ndarray:
     (``base = 10000``). Shape ``(d/2,)``; ``d`` must be a multiple of 4.
     """
     # theta_j = base^(-2j/(d/2)), once for rows and once for columns
-    return np.tile(_rope.inv_freq.__wrapped__(d // 2, base), 2)
+    return np.tile(_rope.inv_freq(d // 2, base), 2)
 
 
 @contract
@@ -338,7 +338,7 @@ def axial_pair_axes(d: AxialWidth) -> np.ndarray:
     The same as ``pair_axes((d // 4, d // 4))``. Shape ``(d/2,)``.
     """
     # pairs 0 .. d/4 - 1 to the row, d/4 .. d/2 - 1 to the column
-    return pair_axes.__wrapped__([d // 4, d // 4], "sectioned")
+    return pair_axes([d // 4, d // 4], "sectioned")
 
 
 @contract(multiples("spatial_merge_size", "h", "w"), entries("2 * h * w", lambda h, w: 2 * h * w))

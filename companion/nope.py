@@ -68,7 +68,7 @@ def uniform_causal_weights(n: Size) -> np.ndarray:
     over those :math:`i + 1` keys (Haviv et al. 2022). Shape ``(n, n)``, float64;
     each row sums to 1.
     """
-    mask = causal_mask.__wrapped__(n)
+    mask = causal_mask(n)
     # A_ij = 1 / (i + 1) for j <= i, the mask over its row count
     return mask / np.sum(mask, axis=1, keepdims=True)
 
@@ -98,7 +98,7 @@ def position_signal(n: Size, causal: Flag = True) -> np.ndarray:
     the mask every position gets the same :math:`1/n` and carries no position.
     Shape ``(n,)``, float64.
     """
-    weights = uniform_causal_weights.__wrapped__(n) if causal else uniform_bidirectional_weights.__wrapped__(n)
+    weights = uniform_causal_weights(n) if causal else uniform_bidirectional_weights(n)
     # v_0 = 1, v_j = 0 for j > 0
     v = np.zeros(weights.shape[1])
     v[0] = 1.0
@@ -282,9 +282,9 @@ def nope_layer_outputs(
     tokens = rng.integers(0, vocab_size, size=(n_sequences, n_tokens))
     if bos:
         tokens[:, 0] = vocab_size
-    mask = causal_mask.__wrapped__(n_tokens) if causal else None
+    mask = causal_mask(n_tokens) if causal else None
     # O = softmax(X W_Q (X W_K)^T / sqrt(d) + M) X W_V: (n_sequences, n_tokens, d_model)
-    outputs, _ = self_attention.__wrapped__(embedding[tokens], w_q, w_k, w_v, mask=mask)
+    outputs, _ = self_attention(embedding[tokens], w_q, w_k, w_v, mask=mask)
     return outputs, tokens.astype(np.int64)
 
 
@@ -371,7 +371,7 @@ def position_probe(
 def _trained_probe(causal: bool, n_tokens: int, d_model: int, vocab_size: int, weight_std: float, bos: bool,
                    n_train: int, n_test: int, hidden: int, steps: int, lr: float, seed: int) -> ProbeResult:
     """The probe of :func:`position_probe`, trained (arguments already checked)."""
-    outputs, _ = nope_layer_outputs.__wrapped__(
+    outputs, _ = nope_layer_outputs(
         n_train + n_test, n_tokens, causal, d_model=d_model, vocab_size=vocab_size,
         weight_std=weight_std, bos=bos, seed=seed,
     )

@@ -97,8 +97,8 @@ def angle_error(positions: Positions, inv_freq: Frequencies, dtype: DtypeName = 
     (a rotation sees its angle modulo ``2 pi``); ``inf`` where the format overflowed.
     Shape ``P + (d/2,)``, float64.
     """
-    low = angles_in.__wrapped__(positions, inv_freq, dtype)
-    exact = rope.angles.__wrapped__(positions, inv_freq)
+    low = angles_in(positions, inv_freq, dtype)
+    exact = rope.angles(positions, inv_freq)
     with np.errstate(invalid="ignore"):
         # |wrap(angle_dtype - m theta_i)|, wrapped into [-pi, pi]
         diff = np.abs(np.angle(np.exp(1j * (low - exact))))
@@ -117,7 +117,7 @@ def table_error(positions: Positions, inv_freq: Frequencies, angle_dtype: DtypeN
     against float64. Shape ``P + (d/2,)``.
     """
     cos, sin = _tables(positions, inv_freq, angle_dtype, table_dtype)
-    exact = rope.angles.__wrapped__(positions, inv_freq)
+    exact = rope.angles(positions, inv_freq)
     # max(|cos - cos_exact|, |sin - sin_exact|)
     return np.maximum(np.abs(cos.double().numpy() - np.cos(exact)), np.abs(sin.double().numpy() - np.sin(exact)))
 
@@ -163,15 +163,15 @@ def score_error(q: Annotated[np.ndarray, Array(ndim=1)], k: Annotated[np.ndarray
     """
     m = query_positions
     # q rotated at m, k at m - distance, with the library's rounding
-    rq = rotate_like_library.__wrapped__(np.broadcast_to(q, (m.size, q.size)), m, inv_freq, angle_dtype, table_dtype)
-    rk = rotate_like_library.__wrapped__(np.broadcast_to(k, (m.size, k.size)), m - distance, inv_freq, angle_dtype,
+    rq = rotate_like_library(np.broadcast_to(q, (m.size, q.size)), m, inv_freq, angle_dtype, table_dtype)
+    rk = rotate_like_library(np.broadcast_to(k, (m.size, k.size)), m - distance, inv_freq, angle_dtype,
                                          table_dtype)
     # the exact score depends on the distance alone: q^T R_{-distance} k
-    exact = rope.relative_score.__wrapped__(q, k, np.asarray(-distance), inv_freq, layout="split")
+    exact = rope.relative_score(q, k, np.asarray(-distance), inv_freq, layout="split")
     return np.sum(rq * rk, axis=-1) - exact
 
 
 def _tables(positions, inv_freq, angle_dtype, table_dtype):
     """``cos`` and ``sin`` of the angles formed in ``angle_dtype``, computed there, cast to ``table_dtype``."""
-    phi = torch.as_tensor(angles_in.__wrapped__(positions, inv_freq, angle_dtype)).to(DTYPES[angle_dtype])
+    phi = torch.as_tensor(angles_in(positions, inv_freq, angle_dtype)).to(DTYPES[angle_dtype])
     return torch.cos(phi).to(DTYPES[table_dtype]), torch.sin(phi).to(DTYPES[table_dtype])

@@ -80,7 +80,7 @@ def clipped_distances(n_queries: Size, n_keys: Size, k: Annotated[int, Integer(0
     ``(n_queries, n_keys)``, int64, values in ``-k..k``.
     """
     # j - i, shape (n_queries, n_keys)
-    distances = relative_positions.__wrapped__(n_queries, n_keys)
+    distances = relative_positions(n_queries, n_keys)
     # clipping beyond the longest distance changes nothing (and keeps the bounds small)
     reach = min(k, n_queries + n_keys)
     # max(-k, min(k, j - i))
@@ -126,7 +126,7 @@ def shaw_scores(q: Sequences, k: Sequences, w_k: Matrix) -> np.ndarray:
     """
     c = (w_k.shape[0] - 1) // 2
     # row r of w_k holds w^K_{r - c}: the row of each pair is clip(j - i, c) + c, shape (n_queries, n_keys)
-    row = clipped_distances.__wrapped__(q.shape[-2], k.shape[-2], c) + c
+    row = clipped_distances(q.shape[-2], k.shape[-2], c) + c
     # q_i . k_j, shape (..., n_queries, n_keys)
     content = q @ np.swapaxes(k, -1, -2)
     # q_i . a^K_ij: q_i . w^K_r for every row r, then the row of each pair
@@ -166,15 +166,15 @@ def shaw_attention(q: Sequences, k: Sequences, v: Sequences, w_k: Matrix, w_v: M
     z : ``(..., n_queries, d_v)`` and alpha : ``(..., n_queries, n_keys)``.
     """
     # e_ij, shape (..., n_queries, n_keys)
-    e = shaw_scores.__wrapped__(q, k, w_k)
+    e = shaw_scores(q, k, w_k)
     if mask is not None:
         # e_ij = -inf where the mask forbids key j
         e = np.where(mask, e, -np.inf)
     # alpha_ij = softmax_j(e_ij)
-    alpha = softmax.__wrapped__(e, axis=-1)
+    alpha = softmax(e, axis=-1)
     c = (w_v.shape[0] - 1) // 2
     # a^V_ij = w^V_{clip(j - i, c)}, shape (n_queries, n_keys, d_v)
-    a_v = w_v[clipped_distances.__wrapped__(e.shape[-2], e.shape[-1], c) + c]
+    a_v = w_v[clipped_distances(e.shape[-2], e.shape[-1], c) + c]
     # z_i = sum_j alpha_ij (v_j + a^V_ij), shape (..., n_queries, d_v)
     z = alpha @ v + np.einsum("...ij,ijd->...id", alpha, a_v)
     return z, alpha
@@ -273,7 +273,7 @@ def signed_sinusoid(distances: Integers, d: EvenSize, base: Positive = 10000.0) 
     Shape ``distances.shape + (d,)``, float64.
     """
     # R_|t|, shape distances.shape + (d,)
-    r = sinusoidal.__wrapped__(np.abs(distances), d, base)
+    r = sinusoidal(np.abs(distances), d, base)
     # R_{-t}: the sine components change sign (sine odd, cosine even)
     r[..., 0::2] *= np.sign(distances)[..., None]
     return r
@@ -326,9 +326,9 @@ def transformer_xl_terms(e_q: Matrix, e_k: Matrix, w_q: Matrix, w_ke: Matrix, w_
     """
     n_q, n_k = e_q.shape[0], e_k.shape[0]
     # R_t W_kR for the distances t = i - j from 1 - n_q (row 0) to n_k - 1
-    r_table = signed_sinusoid.__wrapped__(np.arange(1 - n_q, n_k), w_kr.shape[0], base) @ w_kr
+    r_table = signed_sinusoid(np.arange(1 - n_q, n_k), w_kr.shape[0], base) @ w_kr
     # the row of r_table of each pair: (i - j) + n_q - 1, shape (n_q, n_k)
-    row = -relative_positions.__wrapped__(n_q, n_k) + (n_q - 1)
+    row = -relative_positions(n_q, n_k) + (n_q - 1)
     # W_q E_{x_i} and W_kE E_{x_j}, as rows
     q = e_q @ w_q
     key = e_k @ w_ke
@@ -497,7 +497,7 @@ def t5_bias(table: Matrix, n_queries: Size, n_keys: Size | None = None, bidirect
     ``(n_heads, n_queries, n_keys)`` float64.
     """
     # bucket(j - i), shape (n_queries, n_keys)
-    bucket = t5_bucket.__wrapped__(relative_positions.__wrapped__(n_queries, n_keys), bidirectional, table.shape[0],
+    bucket = t5_bucket(relative_positions(n_queries, n_keys), bidirectional, table.shape[0],
                                    max_distance)
     # b_{h,ij} = T[bucket(j - i), h], shape (n_heads, n_queries, n_keys)
     return np.moveaxis(table[bucket], -1, 0)

@@ -154,13 +154,13 @@ def dca_distances(n: Size, chunk: Size, trained_length: TrainedLength) -> np.nda
     the ``w`` nearest keys of the previous chunk keep theirs too; all other distances
     lie between ``w`` and ``c - 1``. Shape ``(n, n)``, int64.
     """
-    p = dca_query_positions.__wrapped__(n, chunk, trained_length)
+    p = dca_query_positions(n, chunk, trained_length)
     block = np.arange(n) // chunk
     # how many chunks back the key lies: 0, 1 or more
     gap = block[:, None] - block[None, :]
     query = np.where(gap == 0, p["intra"][:, None], np.where(gap == 1, p["successive"][:, None], p["inter"][:, None]))
     # M = P_q - P_k on and below the diagonal
-    return np.where(relative_distances.__wrapped__(n) >= 0, query - p["key"][None, :], -1)
+    return np.where(relative_distances(n) >= 0, query - p["key"][None, :], -1)
 
 
 @contract(pairs_fit("q", "k"), _one_distance_per_pair, _SCORES_FIT)
@@ -178,7 +178,7 @@ def remapped_scores(q: Matrix, k: Matrix, inv_freq: Frequencies, distances: Matr
     Returns ``(n_q, n_k)`` float64, unscaled (divide by ``sqrt(d)`` for attention).
     """
     # h_{mn,i} = q~_{m,i} conj(k~_{n,i}), shape (n_q, n_k, d/2)
-    to_complex = _rope.to_complex.__wrapped__
+    to_complex = _rope.to_complex
     h = to_complex(q, layout)[:, None, :] * np.conj(to_complex(k, layout))[None, :, :]
     # S = Re sum_i h e^{i D theta}
     return np.sum(h * np.exp(1j * distances[..., None] * inv_freq), axis=-1).real
@@ -202,7 +202,7 @@ def rerope_two_pass(q: Matrix, k: Matrix, inv_freq: Frequencies, window: Size, l
     :func:`leaky_rerope_distance`, for twice the work. ``q`` and ``k``: ``(n, d)``,
     positions ``0 .. n-1``. Returns ``(n, n)``, unscaled.
     """
-    rotate, theta, w = _rope.rotate.__wrapped__, inv_freq, window
+    rotate, theta, w = _rope.rotate, inv_freq, window
     m = np.arange(q.shape[0])
     n = np.arange(k.shape[0])
     # pass 1: plain RoPE scores (R_m q) . (R_n k)
@@ -231,8 +231,8 @@ def dca_scores(q: Matrix, k: Matrix, inv_freq: Frequencies, chunk: Size, trained
     ``q``, ``k``: ``(n, d)``. Returns ``(n, n)``, unscaled; entries above the diagonal
     are 0.
     """
-    rotate, n = _rope.rotate.__wrapped__, q.shape[0]
-    p = dca_query_positions.__wrapped__(n, chunk, trained_length)
+    rotate, n = _rope.rotate, q.shape[0]
+    p = dca_query_positions(n, chunk, trained_length)
     # keys rotated once, by n mod s: what a cache of rotated keys holds
     k_rot = rotate(k, p["key"], inv_freq, layout)
     # each query rotated three times: (R_{P_kind} q) . (R_{P_k} k)
@@ -241,7 +241,7 @@ def dca_scores(q: Matrix, k: Matrix, inv_freq: Frequencies, chunk: Size, trained
     gap = block[:, None] - block[None, :]
     # same chunk, previous chunk, earlier chunks; nothing above the diagonal
     merged = np.where(gap == 0, scores["intra"], np.where(gap == 1, scores["successive"], scores["inter"]))
-    return np.where(relative_distances.__wrapped__(n) >= 0, merged, 0.0)
+    return np.where(relative_distances(n) >= 0, merged, 0.0)
 
 
 @contract

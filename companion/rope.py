@@ -92,7 +92,7 @@ def inv_freq(d: EvenSize, base: Positive = DEFAULT_BASE) -> np.ndarray:
     slowest). Shape ``(d/2,)``, float64.
     """
     # theta_i = base^(-2i/d): the frequencies of the sinusoid (Vaswani et al. 2017)
-    return absolute.frequencies.__wrapped__(d, base)
+    return absolute.frequencies(d, base)
 
 
 @contract(_angles_fit("positions"))
@@ -137,8 +137,8 @@ def layout_permutation(d: EvenSize, source: Layout = "adjacent", target: Layout 
     other, and permuting back; permuting the columns of ``W_Q`` and ``W_K`` by ``p``
     leaves every score unchanged. ``source == target`` gives the identity.
     """
-    a_src, b_src = pair_indices.__wrapped__(d, source)
-    a_tgt, b_tgt = pair_indices.__wrapped__(d, target)
+    a_src, b_src = pair_indices(d, source)
+    a_tgt, b_tgt = pair_indices(d, target)
     p = np.empty(d, dtype=np.int64)
     # the first member of pair i goes to the target's a_i, the second to b_i
     p[a_tgt] = a_src
@@ -167,7 +167,7 @@ def rotate(x: Vectors, positions: Positions, inv_freq: Frequencies, layout: Layo
     ``>= 0`` broadcastable to ``x.shape[:-1]``, usually ``(n,)``; ``inv_freq``:
     ``(d/2,)``. Returns float64 of the broadcast shape. Elementwise, no matrices.
     """
-    return _rotate_by_angles(x, angles.__wrapped__(positions, inv_freq), layout)
+    return _rotate_by_angles(x, angles(positions, inv_freq), layout)
 
 
 @contract(entries("positions.size * d * d", lambda positions, inv_freq: positions.size * 4 * inv_freq.size ** 2))
@@ -181,8 +181,8 @@ def rotation_matrices(positions: Positions, inv_freq: Frequencies, layout: Layou
     """
     d = 2 * inv_freq.size
     # m theta_i, shape P + (d/2,)
-    phi = angles.__wrapped__(positions, inv_freq)
-    a, b = pair_indices.__wrapped__(d, layout)
+    phi = angles(positions, inv_freq)
+    a, b = pair_indices(d, layout)
     c, s = np.cos(phi), np.sin(phi)
     R = np.zeros(phi.shape[:-1] + (d, d))
     # [[cos m theta_i, -sin m theta_i], [sin m theta_i, cos m theta_i]] on rows and columns (a_i, b_i)
@@ -200,7 +200,7 @@ def rotate_by_matrices(x: Vectors, positions: Positions, inv_freq: Frequencies, 
     ``x``: ``(..., n, d)``, ``positions``: ``(n,)``. ``O(n d^2)`` work instead of
     ``O(n d)``: the reference the tests and the benchmark hold the fast path to.
     """
-    R = rotation_matrices.__wrapped__(positions, inv_freq, layout)
+    R = rotation_matrices(positions, inv_freq, layout)
     # R_m x
     return np.einsum("...ij,...j->...i", R, x)
 
@@ -217,7 +217,7 @@ def to_complex(x: Vectors, layout: Layout = "adjacent") -> np.ndarray:
     Su et al. (2021), section 3.2: in the complex plane a rotation by ``phi`` is
     multiplication by ``e^{i phi}``. Returns shape ``(..., d/2)``, complex128.
     """
-    a, b = pair_indices.__wrapped__(x.shape[-1], layout)
+    a, b = pair_indices(x.shape[-1], layout)
     # x_a + i x_b, shape (..., d/2)
     return x[..., a] + 1j * x[..., b]
 
@@ -225,7 +225,7 @@ def to_complex(x: Vectors, layout: Layout = "adjacent") -> np.ndarray:
 @contract
 def from_complex(z: Annotated[np.ndarray, ComplexArray(ndim_at_least=1)], layout: Layout = "adjacent") -> np.ndarray:
     r"""Inverse of :func:`to_complex`: ``(..., d/2)`` complex to ``(..., d)`` real."""
-    a, b = pair_indices.__wrapped__(2 * z.shape[-1], layout)
+    a, b = pair_indices(2 * z.shape[-1], layout)
     out = np.empty(z.shape[:-1] + (2 * z.shape[-1],))
     # x_a = Re z, x_b = Im z
     out[..., a], out[..., b] = z.real, z.imag
@@ -240,9 +240,9 @@ def rotate_complex(x: Vectors, positions: Positions, inv_freq: Frequencies, layo
     rotation matrices.
     """
     # m theta_i
-    phi = angles.__wrapped__(positions, inv_freq)
+    phi = angles(positions, inv_freq)
     # x~_i e^{i m theta_i}, back to (..., d)
-    return from_complex.__wrapped__(to_complex.__wrapped__(x, layout) * np.exp(1j * phi), layout)
+    return from_complex(to_complex(x, layout) * np.exp(1j * phi), layout)
 
 
 @contract
@@ -261,7 +261,7 @@ def symbolic_rotation_matrix(position: Annotated[object, SymbolicNumber()],
     import sympy as sp
 
     d = 2 * len(thetas)
-    a, b = pair_indices.__wrapped__(d, layout)
+    a, b = pair_indices(d, layout)
     R = sp.zeros(d, d)
     for i, theta in enumerate(thetas):
         phi = position * theta
@@ -286,8 +286,8 @@ def score(q: Vectors, k: Vectors, m: Positions, n: Positions, inv_freq: Frequenc
     Su et al. (2021), eq. (16).
     """
     # R_m q and R_n k
-    q_rot = _rotate_by_angles(q, angles.__wrapped__(m, inv_freq), layout)
-    k_rot = _rotate_by_angles(k, angles.__wrapped__(n, inv_freq), layout)
+    q_rot = _rotate_by_angles(q, angles(m, inv_freq), layout)
+    k_rot = _rotate_by_angles(k, angles(n, inv_freq), layout)
     # (R_m q) . (R_n k)
     return np.sum(q_rot * k_rot, axis=-1)
 
@@ -317,7 +317,7 @@ def complex_score(q: Vectors, k: Vectors, m: Positions, n: Positions, inv_freq: 
     :func:`score`.
     """
     # h_i = q~_i conj(k~_i)
-    h = to_complex.__wrapped__(q, layout) * np.conj(to_complex.__wrapped__(k, layout))
+    h = to_complex(q, layout) * np.conj(to_complex(k, layout))
     # (m - n) theta_i
     phase = np.multiply.outer(m.astype(np.float64) - n, inv_freq)
     # Re sum_i h_i e^{i (m - n) theta_i}
@@ -351,9 +351,9 @@ def self_attention(x: Sequences, w_q: Matrix, w_k: Matrix, w_v: Matrix, position
     # q = x W_Q, k = x W_K, v = x W_V
     q, k, v = x @ w_q, x @ w_k, x @ w_v
     # R_m q and R_m k; the values are not rotated
-    q = rotate.__wrapped__(q, positions, inv_freq, layout)
-    k = rotate.__wrapped__(k, positions, inv_freq, layout)
-    return scaled_dot_product_attention.__wrapped__(q, k, v, mask, None)
+    q = rotate(q, positions, inv_freq, layout)
+    k = rotate(k, positions, inv_freq, layout)
+    return scaled_dot_product_attention(q, k, v, mask, None)
 
 
 # ---------------------------------------------------------------------------
@@ -398,14 +398,14 @@ def decay_bound(h: Contents, distances: Distances, inv_freq: Frequencies) -> tup
     # max_i |h_{i+1} - h_i| with h_{d/2} = 0
     step = np.max(np.abs(np.diff(np.append(h, 0.0))))
     # max_i |h_{i+1} - h_i| sum_j |S_j|
-    return value, step * inv_freq.size * long_term_decay.__wrapped__(distances, inv_freq)
+    return value, step * inv_freq.size * long_term_decay(distances, inv_freq)
 
 
 # ---------------------------------------------------------------------------
 # torch layer
 # ---------------------------------------------------------------------------
 
-_unscaled_inv_freq = inv_freq.__wrapped__  # the class below has an argument of the same name
+_unscaled_inv_freq = inv_freq  # the class below has an argument of the same name
 
 #: A floating-point tensor ``(..., n, d)``.
 TensorSequences = Annotated[torch.Tensor, Tensor(ndim_at_least=2)]
@@ -536,7 +536,7 @@ def _torch_pairs(x, layout):
 
 def _rotate_by_angles(x: np.ndarray, phi: np.ndarray, layout: str) -> np.ndarray:
     """Turn pair ``i`` of ``x`` (``(..., d)``) by ``phi[..., i]`` (``(..., d/2)``, any real angles)."""
-    a, b = pair_indices.__wrapped__(x.shape[-1], layout)
+    a, b = pair_indices(x.shape[-1], layout)
     c, s = np.cos(phi), np.sin(phi)
     x1, x2 = x[..., a], x[..., b]
     out = np.empty(np.broadcast_shapes(x.shape, phi.shape[:-1] + (x.shape[-1],)))

@@ -124,7 +124,7 @@ def nearest_return(n_max: Size, inv_freq: Frequencies, k_min: Size = 1) -> tuple
         # the offsets k of this block
         ks = np.arange(start, min(start + block, n_max + 1), dtype=np.float64)
         # ||r(m + k) - r(m)|| for each k
-        dist = reading_distance.__wrapped__(ks, inv_freq)
+        dist = reading_distance(ks, inv_freq)
         # the closest in the block, the smallest k on ties
         j = int(np.argmin(dist))
         if dist[j] < best:

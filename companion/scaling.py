@@ -109,7 +109,7 @@ def unscaled(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Posit
     ``s`` and ``L`` are accepted (and validated) only for the common signature.
     """
     # theta_i = base^(-2i/d)
-    return Frequencies(rope.inv_freq.__wrapped__(d, base))
+    return Frequencies(rope.inv_freq(d, base))
 
 
 @contract(_HALF_D)
@@ -122,7 +122,7 @@ def position_interpolation(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEX
     Shape ``(d/2,)``.
     """
     # theta'_i = theta_i / s
-    return Frequencies(rope.inv_freq.__wrapped__(d, base) / s)
+    return Frequencies(rope.inv_freq(d, base) / s)
 
 
 def _new_base_is_finite(d, s, base) -> None:
@@ -151,7 +151,7 @@ def ntk_per_pair(d: NtkWidth, s: Factor, base: Positive = ROFORMER_BASE) -> np.n
     """
     i = np.arange(d // 2, dtype=np.float64)
     # theta'_i = theta_i s^(-2i/(d-2))
-    return rope.inv_freq.__wrapped__(d, base) * s ** (-2.0 * i / (d - 2))
+    return rope.inv_freq(d, base) * s ** (-2.0 * i / (d - 2))
 
 
 @contract(_HALF_D, _new_base_is_finite)
@@ -162,7 +162,7 @@ def ntk_aware(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Posi
     kernel arguments, but an empirical recipe. Shape ``(d/2,)``.
     """
     # theta'_i = b'^(-2i/d), b' = b s^(d/(d-2))
-    return Frequencies(rope.inv_freq.__wrapped__(d, ntk_base.__wrapped__(d, s, base)))
+    return Frequencies(rope.inv_freq(d, ntk_base(d, s, base)))
 
 
 @contract(result=Finite("factor and current_length", "the scale must be finite"))
@@ -187,7 +187,7 @@ def dynamic_scale(current_length: Count, L: Size, factor: Factor | None = None) 
 
 def _dynamic_base_is_finite(d, s, L, base, current_length, hf_factor) -> None:
     n = math.ceil(s * L) if current_length is None else current_length
-    s_dyn = dynamic_scale.__wrapped__(n, L, hf_factor)
+    s_dyn = dynamic_scale(n, L, hf_factor)
     if not math.isfinite(s_dyn):
         raise ValueError(f"hf_factor and current_length must give a finite scale, got {s_dyn}")
     try:
@@ -211,9 +211,9 @@ def dynamic_ntk(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Po
     """
     # l' = s L unless given
     n = math.ceil(s * L) if current_length is None else current_length
-    s_dyn = dynamic_scale.__wrapped__(n, L, hf_factor)
+    s_dyn = dynamic_scale(n, L, hf_factor)
     # NTK-aware at the current scale: theta'_i = b'^(-2i/d), b' = b s_dyn^(d/(d-2))
-    return Frequencies(rope.inv_freq.__wrapped__(d, ntk_base.__wrapped__(d, s_dyn, base)))
+    return Frequencies(rope.inv_freq(d, ntk_base(d, s_dyn, base)))
 
 
 # ---------------------------------------------------------------------------
@@ -271,11 +271,11 @@ def yarn(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive 
     code the authors and libraries ship (:func:`yarn_code`) ramps linearly in the
     pair index between rounded bounds instead. Shape ``(d/2,)``.
     """
-    theta = rope.inv_freq.__wrapped__(d, base)
+    theta = rope.inv_freq(d, base)
     # gamma(r_i), r_i = L theta_i / (2 pi)
-    gamma = yarn_ramp.__wrapped__(training_turns.__wrapped__(theta, L), alpha, beta)
+    gamma = yarn_ramp(training_turns(theta, L), alpha, beta)
     # theta'_i = (1 - gamma) theta_i / s + gamma theta_i, with sqrt(1/t) = 0.1 ln s + 1
-    return Frequencies((1.0 - gamma) * theta / s + gamma * theta, yarn_attention_factor.__wrapped__(s))
+    return Frequencies((1.0 - gamma) * theta / s + gamma * theta, yarn_attention_factor(s))
 
 
 # ---------------------------------------------------------------------------
@@ -322,7 +322,7 @@ def yarn_code_ramp(d: EvenSize, L: Size, base: BaseAboveOne = ROFORMER_BASE, bet
     equal, as in the code). Comparable to the paper's ``gamma`` (1 = keep,
     0 = interpolate). Shape ``(d/2,)``.
     """
-    low, high = yarn_correction_range.__wrapped__(d, L, base, beta_fast, beta_slow, truncate)
+    low, high = yarn_correction_range(d, L, base, beta_fast, beta_slow, truncate)
     if low == high:
         high += 0.001
     i = np.arange(d // 2, dtype=np.float64)
@@ -350,11 +350,11 @@ def yarn_code(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Base
     first pair of the ramp (d = 128, L = 4096: ramp over pairs 20..46 instead of
     20.94..45.03; at pair 30 the paper keeps 25 %, the code 62 %). Shape ``(d/2,)``.
     """
-    theta = rope.inv_freq.__wrapped__(d, base)
+    theta = rope.inv_freq(d, base)
     # e_i, the fraction of the original frequency kept
-    keep = yarn_code_ramp.__wrapped__(d, L, base, beta_fast, beta_slow, truncate)
+    keep = yarn_code_ramp(d, L, base, beta_fast, beta_slow, truncate)
     # theta'_i = (1 - e_i) theta_i / s + e_i theta_i, with mscale 0.1 ln s + 1
-    return Frequencies((1.0 - keep) * theta / s + keep * theta, yarn_attention_factor.__wrapped__(s))
+    return Frequencies((1.0 - keep) * theta / s + keep * theta, yarn_attention_factor(s))
 
 
 @dataclass(frozen=True)
@@ -376,13 +376,13 @@ def yarn_curves(d: EvenSize = 128, s: Factor = 8.0, L: Size = LLAMA2_CONTEXT, ba
     The code's ``beta_fast``/``beta_slow`` are taken as the paper's ``beta``/``alpha``.
     Peng et al. (2024); see :func:`yarn_code` for the difference.
     """
-    turns = training_turns.__wrapped__(rope.inv_freq.__wrapped__(d, base), L)
+    turns = training_turns(rope.inv_freq(d, base), L)
     return YarnCurves(
         turns=turns,
-        gamma_paper=yarn_ramp.__wrapped__(turns, alpha, beta),
-        gamma_code=yarn_code_ramp.__wrapped__(d, L, base, beta_fast=beta, beta_slow=alpha),
-        inv_freq_paper=yarn.__wrapped__(d, s, L, base, alpha, beta).inv_freq,
-        inv_freq_code=yarn_code.__wrapped__(d, s, L, base, beta_fast=beta, beta_slow=alpha).inv_freq,
+        gamma_paper=yarn_ramp(turns, alpha, beta),
+        gamma_code=yarn_code_ramp(d, L, base, beta_fast=beta, beta_slow=alpha),
+        inv_freq_paper=yarn(d, s, L, base, alpha, beta).inv_freq,
+        inv_freq_code=yarn_code(d, s, L, base, beta_fast=beta, beta_slow=alpha).inv_freq,
     )
 
 
@@ -401,7 +401,7 @@ def base_change(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT,
     accepted only for the common signature. Shape ``(d/2,)``.
     """
     # theta_i = base^(-2i/d) with the new base
-    return Frequencies(rope.inv_freq.__wrapped__(d, base))
+    return Frequencies(rope.inv_freq(d, base))
 
 
 _BANDS_ORDERED = ordered("low_freq_factor", "high_freq_factor")
@@ -426,8 +426,8 @@ def llama3(d: EvenSize, s: Factor = 8.0, L: Size = LLAMA31_ORIGINAL_CONTEXT, bas
     ``alpha = low_freq_factor``, ``beta = high_freq_factor`` and no temperature.
     Shape ``(d/2,)``.
     """
-    theta = rope.inv_freq.__wrapped__(d, base)
-    bands = llama3_bands.__wrapped__(d, L, base, low_freq_factor, high_freq_factor)
+    theta = rope.inv_freq(d, base)
+    bands = llama3_bands(d, L, base, low_freq_factor, high_freq_factor)
     # lambda_i = 2 pi / theta_i
     wavelen = 2.0 * np.pi / theta
     # a = (L / lambda_i - low) / (high - low)
@@ -449,7 +449,7 @@ def llama3_bands(d: EvenSize, L: Size = LLAMA31_ORIGINAL_CONTEXT, base: Positive
     included, as in the reference code). Shape ``(d/2,)`` of strings.
     """
     # lambda_i = 2 pi / theta_i
-    wavelen = 2.0 * np.pi / rope.inv_freq.__wrapped__(d, base)
+    wavelen = 2.0 * np.pi / rope.inv_freq(d, base)
     labels = np.full(wavelen.shape, "blended", dtype=object)
     # lambda_i < L / high_freq_factor: kept
     labels[wavelen < L / high_freq_factor] = "kept"
@@ -491,7 +491,7 @@ def longrope(d: EvenSize, s: Factor = 1.0, L: Annotated[int, Integer(2, MAX_POSI
     # lambda: the long factors beyond L, the short ones up to it
     factors = long_factors if n > L else short_factors
     # theta'_i = theta_i / lambda_i, with the attention factor sqrt(1 + ln s / ln L)
-    return Frequencies(rope.inv_freq.__wrapped__(d, base) / factors, longrope_attention_factor.__wrapped__(s, L))
+    return Frequencies(rope.inv_freq(d, base) / factors, longrope_attention_factor(s, L))
 
 
 # ---------------------------------------------------------------------------

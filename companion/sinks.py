@@ -84,7 +84,7 @@ def softmax_with_sink(scores: Scores, sink_logit: SinkLogits) -> np.ndarray:
     # logits of the row with the sink appended: (..., n_keys + 1)
     logits = np.concatenate([s, z[..., None]], axis=-1)
     # w_j = e^{s_j} / (e^z + sum_k e^{s_k}): the softmax of the row, without its last entry
-    return _attention.softmax.__wrapped__(logits, -1)[..., :-1]
+    return _attention.softmax(logits, -1)[..., :-1]
 
 
 @contract(_ONE_SINK_PER_ROW, _a_key_or_the_sink)
@@ -121,7 +121,7 @@ def attention_with_sink(q: Sequences, k: Sequences, v: Sequences, sink_logit: Fi
     # one sink per head, the same for every query of the head: (..., 1)
     z = np.broadcast_to(sink_logit, q.shape[:-2])[..., None]
     # w = e^{S} / (e^{z} + sum e^{S})
-    weights = softmax_with_sink.__wrapped__(scores, z)
+    weights = softmax_with_sink(scores, z)
     # out = w v
     return weights @ v, weights
 
@@ -135,9 +135,9 @@ def uniform_weights_with_sink(n: Size, sink_logit: SinkLogit) -> np.ndarray:
     :func:`counted_mass` at ``i``.
     """
     # scores 0 on the causal triangle, -inf above it
-    scores = np.where(_attention.causal_mask.__wrapped__(n), 0.0, -np.inf)
+    scores = np.where(_attention.causal_mask(n), 0.0, -np.inf)
     # e^0 / (e^z + (i + 1) e^0)
-    return softmax_with_sink.__wrapped__(scores, np.full(n, sink_logit))
+    return softmax_with_sink(scores, np.full(n, sink_logit))
 
 
 @contract

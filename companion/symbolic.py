@@ -71,7 +71,7 @@ def permutation_matrix(perm: Annotated[np.ndarray, WholeNumbers(signed=True, flo
 def all_permutation_matrices(n: Annotated[int, Integer(1, 6, why="n! symbolic checks grow fast")]
                              ) -> list[tuple[tuple[int, ...], sp.Matrix]]:
     r"""Every ``(perm, P)`` for the ``n!`` permutations of ``0..n-1``."""
-    return [(p, permutation_matrix.__wrapped__(np.array(p))) for p in permutations(range(n))]
+    return [(p, permutation_matrix(np.array(p))) for p in permutations(range(n))]
 
 
 @contract
@@ -118,13 +118,13 @@ def self_attention(X: Matrix, W_Q: Matrix, W_K: Matrix, W_V: Matrix, mask: Matri
     # S = Q K^T / sqrt(d_k)
     S = Q * K.T / sp.sqrt(W_K.cols)
     # softmax(S) V
-    return softmax_rows.__wrapped__(S, mask) * V
+    return softmax_rows(S, mask) * V
 
 
 @contract
 def is_zero_matrix(M: Matrix) -> bool:
     r"""True when every entry of ``M`` simplifies to exactly 0."""
-    return all(is_zero.__wrapped__(entry) for entry in M)
+    return all(is_zero(entry) for entry in M)
 
 
 @contract
@@ -147,7 +147,7 @@ def is_zero(expr: Expression) -> bool:
     proof, not that the identity is false; the chapters assert ``True``.
     """
     if isinstance(expr, sp.MatrixBase):
-        return is_zero_matrix.__wrapped__(expr)
+        return is_zero_matrix(expr)
     # a polynomial identity, multiplied out
     if sp.expand(expr) == 0:
         return True
@@ -220,7 +220,7 @@ def _clearly_not_zero(expr) -> bool:
     """Whether a few points of :func:`nonzero_witness` find ``expr`` clearly not 0 (an
     expression that cannot be evaluated there counts as not found)."""
     try:
-        return nonzero_witness.__wrapped__(expr, seed=0, tries=3) is not None
+        return nonzero_witness(expr, seed=0, tries=3) is not None
     except (TypeError, ValueError, ArithmeticError):
         return False
 
@@ -313,7 +313,7 @@ def clip(t: Expression, c: Expression):
 def _columns_fit(q, k, key_table, i, j, c) -> None:
     if q.shape != k.shape or q.cols != 1:
         raise ValueError(f"q and k must be columns of the same height, got shapes {q.shape} and {k.shape}")
-    row = sp.Matrix(key_table(clip.__wrapped__(j - i, c)))
+    row = sp.Matrix(key_table(clip(j - i, c)))
     if row.shape != q.shape:
         raise ValueError(f"key_table must return a column of height {q.rows}, got shape {row.shape}")
 
@@ -329,6 +329,6 @@ def shaw_score(q: Matrix, k: Matrix, key_table: Annotated[Callable, Anything()],
     (Shaw, Uszkoreit and Vaswani, 2018).
     """
     # w^K_{clip(j - i, c)}
-    row = sp.Matrix(key_table(clip.__wrapped__(j - i, c)))
+    row = sp.Matrix(key_table(clip(j - i, c)))
     # q . (k + w^K) / sqrt(d)
     return (q.T * (k + row))[0, 0] / sp.sqrt(q.rows)

@@ -53,8 +53,8 @@ def out_of_range(scaled_inv_freq: PositiveFrequencies, inv_freq: PositiveFrequen
     fully have seen every angle. Boolean, shape ``(d/2,)``.
     """
     # r_i < 1 (never a full turn) and s theta'_i / theta_i > 1 + tol
-    return (scaling.training_turns.__wrapped__(inv_freq, L) < 1.0) & \
-        (angle_ratio.__wrapped__(scaled_inv_freq, inv_freq, s) > 1.0 + tol)
+    return (scaling.training_turns(inv_freq, L) < 1.0) & \
+        (angle_ratio(scaled_inv_freq, inv_freq, s) > 1.0 + tol)
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,9 @@ class Extension:
     def of(cls, method: Annotated[str, Text()], scaled_inv_freq: PositiveFrequencies, inv_freq: PositiveFrequencies,
            s: Factor, L: Size, attention_factor: Positive = 1.0) -> Extension:
         """The quantities for the frequencies ``scaled_inv_freq`` of ``method`` against the unscaled ``inv_freq``."""
-        turns = scaling.training_turns.__wrapped__(inv_freq, L)
-        ratio = angle_ratio.__wrapped__(scaled_inv_freq, inv_freq, s)
-        out = out_of_range.__wrapped__(scaled_inv_freq, inv_freq, s, L)
+        turns = scaling.training_turns(inv_freq, L)
+        ratio = angle_ratio(scaled_inv_freq, inv_freq, s)
+        out = out_of_range(scaled_inv_freq, inv_freq, s, L)
         slow = turns < 1.0
         return cls(method=method, turns=turns, ratio=ratio, out_of_range=out, n_out=int(out.sum()),
                    n_slow=int(slow.sum()), worst_ratio=float(ratio[slow].max()) if slow.any() else float("nan"),
@@ -96,4 +96,4 @@ def extension(method: scaling.Method, d: EvenSize = 128, s: Factor = 8.0, L: Siz
     """
     # the method checks its own options: they are the caller's
     scaled = scaling.frequencies(method, d, s=s, L=L, base=base, **options)
-    return Extension.of(method, scaled.inv_freq, rope.inv_freq.__wrapped__(d, base), s, L, scaled.attention_factor)
+    return Extension.of(method, scaled.inv_freq, rope.inv_freq(d, base), s, L, scaled.attention_factor)

@@ -186,7 +186,7 @@ def context_extension(method: FigureMethod = "none", s: Count = 8, pair: Annotat
     fastest pair that never made a full turn in training). Defaults: Llama 2 (head
     dimension 128, base 10000, ``L = 4096``) at ``s = 8``.
     """
-    data = context_extension_data.__wrapped__(d=d, L=L, base=base, max_s=max_s)
+    data = context_extension_data(d=d, L=L, base=base, max_s=max_s)
     n_pairs = d // 2
     if pair is None:
         # the fastest pair that never made a full turn in training

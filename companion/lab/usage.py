@@ -140,7 +140,7 @@ def usage_shares(records: Records, arm: Label, by_head: Flag = False) -> np.ndar
     the pairs no frequency (NoPE, a learned table) has no reason to prefer one pair,
     so its shares are the control: :math:`1/(d/2)` each, up to seed noise.
     """
-    usage = np.array([usage_by_head.__wrapped__(records[s], arm) for s in sorted(records)])   # (seeds, L, H, P)
+    usage = np.array([usage_by_head(records[s], arm) for s in sorted(records)])   # (seeds, L, H, P)
     if not by_head:
         usage = usage.mean(axis=(1, 2))                                             # (seeds, P)
     # u_i / sum_j u_j
@@ -170,9 +170,9 @@ def aimed_scores(inv_freq: Frequencies, pairs: PairIndices, offset: AimedOffset,
     """
     q = np.zeros(2 * inv_freq.size)
     q[2 * pairs] = np.sqrt(amplitude)                                 # chunk (sqrt A, 0) in each chosen pair
-    k = rope.rotate.__wrapped__(q, np.array(offset), inv_freq)        # k^(i) = R_{offset theta_i} q^(i)
+    k = rope.rotate(q, np.array(offset), inv_freq)        # k^(i) = R_{offset theta_i} q^(i)
     # q^T R_{n-m} k with n - m = -Delta
-    return rope.relative_score.__wrapped__(q, k, -distances, inv_freq)
+    return rope.relative_score(q, k, -distances, inv_freq)
 
 
 @contract(_pairs_of_inv_freq, _offset_inside_context,
@@ -188,8 +188,8 @@ def attention_on_offset(inv_freq: Frequencies, pairs: PairIndices, offset: Aimed
     amplitude; a fast pair's falls steeply next to the target but comes back near
     every multiple of its wavelength.
     """
-    scores = aimed_scores.__wrapped__(inv_freq, pairs, offset, np.arange(context), amplitude)
-    return float(attention.softmax.__wrapped__(scores)[offset])
+    scores = aimed_scores(inv_freq, pairs, offset, np.arange(context), amplitude)
+    return float(attention.softmax(scores)[offset])
 
 
 @contract(_one_row_of_distances, entries("samples * len(distances) * d",
@@ -212,7 +212,7 @@ def random_scores(d: EvenSize, distances: Distances, samples: Count, seed: Seed,
     q = rng.normal(size=(samples, 1, d))
     k = q if tied else rng.normal(size=(samples, 1, d))
     # q^T R_{n-m} k with n - m = -r, for every sample and distance
-    return rope.relative_score.__wrapped__(q, k, -r[None, :], rope.inv_freq.__wrapped__(d))
+    return rope.relative_score(q, k, -r[None, :], rope.inv_freq(d))
 
 
 @contract
