@@ -5,7 +5,7 @@ Run: ``python benchmarks/bench_companion.py`` (uses CUDA when available).
 Times, as the median of several repeats after warm-up:
 
 * a plain copy of q and k (``clone``), the memory-bandwidth floor;
-* ``companion.rope.RotaryEmbedding`` forward on q and k, each of shape
+* ``companion.rope_torch.RotaryEmbedding`` forward on q and k, each of shape
   (batch 8, heads 8, length 4096, head dim 128), float32, in both pair layouts,
   with cached cos/sin tables (``positions=None``) and with explicit positions
   (angles recomputed in float64 every call);
@@ -30,7 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from companion import rope  # noqa: E402
+from companion import rope, rope_torch  # noqa: E402
 
 BATCH, HEADS, LENGTH, HEAD_DIM = 8, 8, 4096, 128
 
@@ -57,7 +57,7 @@ def _sync(device):
 def bias_builders(device):
     """``(label, callable or reason)`` for the ALiBi and T5 bias layers, guarded.
 
-    The torch layers ``companion.alibi.ALiBi`` and ``companion.relative.T5RelativeBias``
+    The torch layers ``companion.alibi_torch.ALiBi`` and ``companion.relative_torch.T5RelativeBias``
     build the ``(heads, n, n)`` bias for ``n = LENGTH`` on ``device``; the numpy
     ``companion.alibi.bias`` is timed too. Anything missing is reported, not fatal.
     """
@@ -114,8 +114,8 @@ def main():
     q = torch.randn(shape, device=device)
     k = torch.randn(shape, device=device)
     positions = torch.arange(LENGTH, device=device)
-    adjacent = rope.RotaryEmbedding(HEAD_DIM, layout="adjacent").to(device)
-    split = rope.RotaryEmbedding(HEAD_DIM, layout="split").to(device)
+    adjacent = rope_torch.RotaryEmbedding(HEAD_DIM, layout="adjacent").to(device)
+    split = rope_torch.RotaryEmbedding(HEAD_DIM, layout="split").to(device)
 
     start = time.perf_counter()
     R = torch.tensor(rope.rotation_matrices(np.arange(LENGTH), rope.inv_freq(HEAD_DIM)),

@@ -7,6 +7,10 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.relative` -- Shaw et al., Transformer-XL and T5 relative positions (chapter 2)
 - :mod:`companion.rope` -- rotary position embedding (chapter 3)
 - :mod:`companion.alibi` -- attention with linear biases (chapter 4)
+- :mod:`companion.absolute_torch`, :mod:`companion.relative_torch`, :mod:`companion.rope_torch`,
+  :mod:`companion.alibi_torch` -- the same methods as torch layers, for models (each
+  tested against the numpy function it mirrors); only these, :mod:`companion.precision`
+  and the lab import torch
 - :mod:`companion.nope` -- no positional encoding, and Llama 4's interleaved layers (chapter 5)
 - :mod:`companion.scaling` -- context extension for RoPE (chapter 6)
 - :mod:`companion.trained_range` -- which pairs a longer context takes past the trained angles (chapter 6's interactive figure)
@@ -23,6 +27,7 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.exercises` -- typical wrong answers to exercises, which the checks name
 - :mod:`companion.figures` -- the interactive figures
 - :mod:`companion.plotting` -- the house style of the static plots
+- :mod:`companion.tables` -- numbered, captioned tables of results
 
 The lab of chapter 9 is the subpackage :mod:`companion.lab` (tiny models trained with
 every scheme, their data, training, evaluations and experiments, and the stored
@@ -37,17 +42,20 @@ import importlib
 __version__ = "0.4.1"
 
 __all__ = [
-    "attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "trained_range", "interpolation",
-    "sampling", "symbolic", "checks", "exercises", "configs", "precision", "mrope", "layers", "sinks", "remap",
+    "attention", "absolute", "relative", "rope", "alibi", "absolute_torch", "relative_torch", "rope_torch",
+    "alibi_torch", "nope", "scaling", "trained_range", "interpolation", "sampling", "symbolic", "checks", "exercises",
+    "configs", "precision", "mrope", "layers", "sinks", "remap",
 ]
+#: Subpackages and modules loaded on first use but not listed above (no functions of the book's math).
+_ALSO = ("figures", "plotting", "tables", "lab")
 
 
 def __getattr__(name: str):
     """``companion.<module>``: the submodule, imported on first use (PEP 562)."""
-    if name in __all__ or name in ("figures", "plotting", "lab"):
+    if name in __all__ or name in _ALSO:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | {"figures", "plotting", "lab"})
+    return sorted(set(globals()) | set(__all__) | set(_ALSO))

@@ -19,12 +19,15 @@ shapes that must broadcast). ``result=Finite(...)`` declares that an overflow of
 result is the fault of the inputs it names. So the body receives arguments that are
 already what it needs, and holds nothing but the math.
 
-**Internal calls go to the unchecked function**, ``f.__wrapped__`` (the name
-:func:`functools.wraps` gives it): inside the package the arguments were checked at
-the public boundary, so ``scaling.yarn`` computes ``rope.inv_freq.__wrapped__(d,
-base)``. Only dispatch that passes a caller's options on unseen (``scaling.frequencies``)
-calls the checked function. An argument left at its default is not converted: a test
-holds every default to its own kind (``tests/test_contracts.py``).
+**Inside the package, functions call each other as any caller does**:
+``scaling.yarn`` computes ``rope.inv_freq(d, base)``, and the call is checked like
+any other (a few microseconds, ``benchmarks/bench_contracts.py``). A value the body
+computed and handed on is therefore checked where it is used; a function that
+declares ``result=Finite(...)`` reports such a refusal (scores that overflowed to
+``inf``, refused by ``softmax``) as the fault of its own inputs, through
+:class:`ArgumentError`, the ``ValueError`` every refusal here raises. An argument
+left at its default is not converted: a test holds every default to its own kind
+(``tests/test_contracts.py``).
 
 Why a small decorator of our own rather than a library. Measured on this package
 (``benchmarks/bench_contracts.py``; Python 3.11, pydantic 2.14, beartype 0.23):
@@ -345,80 +348,6 @@ class BooleanMask(Kind):
         return m
 
 
-class Tensor(Kind):
-    """A floating-point ``torch.Tensor`` with at least ``ndim_at_least`` dimensions, or exactly ``ndim``
-    (not copied)."""
-
-    def __init__(self, ndim_at_least: int = 0, ndim: int | None = None):
-        self.ndim_at_least, self.ndim = ndim_at_least, ndim
-
-    def __call__(self, name, value):
-        torch = sys.modules.get("torch")
-        if torch is None or not isinstance(value, torch.Tensor) or not value.is_floating_point():
-            got = f"dtype {value.dtype}" if _is_tensor(value) else type(value).__name__
-            raise ValueError(f"{name} must be a floating-point torch.Tensor, got {got}")
-        if value.ndim < self.ndim_at_least or (self.ndim is not None and value.ndim != self.ndim):
-            want = f"exactly {self.ndim}" if self.ndim is not None else f"at least {self.ndim_at_least}"
-            raise ValueError(f"{name} must have {want} dimensions, got shape {tuple(value.shape)}")
-        return value
-
-
-class TensorPositions(Kind):
-    """An int64 tensor of whole numbers within ``±MAX_POSITION`` (non-negative unless ``signed``).
-
-    Tensors (detached), lists and numpy arrays are accepted; floating-point values
-    only when ``floats`` and whole.
-    """
-
-    def __init__(self, signed: bool = False, floats: bool = True):
-        self.signed, self.floats = signed, floats
-
-    def __call__(self, name, value):
-        import torch
-
-        what = "integers" if self.signed else "non-negative integers"
-        if isinstance(value, torch.Tensor):
-            p = value.detach()
-        else:
-            try:
-                if not self.floats and np.issubdtype(_numeric(name, value).dtype, np.floating):
-                    raise ValueError(f"{name} must be {what}, got floating-point values")
-                p = torch.as_tensor(_whole_numbers(name, value, "integers"))
-            except ValueError as err:
-                raise ValueError(str(err).replace("integers", what, 1)) from None
-        if p.dtype == torch.bool or p.is_complex() or (p.is_floating_point() and not self.floats):
-            raise ValueError(f"{name} must be a tensor of {what}, got dtype {p.dtype}")
-        if p.is_floating_point() and not bool(torch.all(torch.isfinite(p) & (p == torch.round(p)))):
-            raise ValueError(f"{name} must be {what} (whole numbers), got non-integer values")
-        if p.numel() and bool(torch.any(p.abs() > MAX_POSITION)):
-            raise ValueError(f"{name} must have {what} of size at most 2**32 (the supported range), "
-                             f"got {p.abs().max().item():.6g}")
-        p = p.long()
-        if not self.signed and p.numel() and int(p.min()) < 0:
-            raise ValueError(f"{name} must be non-negative integers, got a minimum of {int(p.min())}")
-        return p
-
-
-class TensorMask(Kind):
-    """A boolean ``torch.Tensor`` (``True`` = may attend)."""
-
-    def __call__(self, name, value):
-        if not _is_tensor(value) or value.dtype != sys.modules["torch"].bool:
-            got = f"dtype {value.dtype}" if _is_tensor(value) else type(value).__name__
-            raise ValueError(f"{name} must be a boolean torch.Tensor (True = may attend), got {got}")
-        return value
-
-
-class TorchDtype(Kind):
-    """A floating-point ``torch.dtype``."""
-
-    def __call__(self, name, value):
-        torch = sys.modules.get("torch")
-        if torch is None or not (isinstance(value, torch.dtype) and value.is_floating_point):
-            raise ValueError(f"{name} must be a floating-point torch.dtype (or None), got {value!r}")
-        return value
-
-
 def sympy_from_data(value):
     """``value`` as a SymPy object built from data, never from text; ``TypeError`` otherwise.
 
@@ -731,9 +660,14 @@ AnyValue = Annotated[object, Anything()]
 # ---------------------------------------------------------------------------
 
 def rule(names: tuple, check: Callable) -> Callable:
-    """``check`` as a rule on the arguments ``names`` (for rules built by a function below)."""
-    check.names = tuple(names)
-    return check
+    """``check`` as a rule on the arguments ``names`` (for rules built by a function below, or a
+    rule written for other names): a new function, so that ``check`` itself is unchanged."""
+
+    def named(*values):
+        return check(*values)
+
+    named.names, named.__name__, named.__doc__ = tuple(names), getattr(check, "__name__", "rule"), check.__doc__
+    return named
 
 
 def limit(label: str, count: Callable, most: int, within: str) -> Callable:
@@ -1002,7 +936,7 @@ def contract(*rules, result: Finite | None = None):
     ``*sources`` parameter may be annotated too: its kind gets the tuple of the
     extra positional arguments (``varargs``). A class is
     decorated by its ``__init__`` (a dataclass's generated one too). The declaration
-    is kept as ``f.__contract__``; the unchecked function as ``f.__wrapped__``.
+    is kept as ``f.__contract__``.
     """
     if len(rules) == 1 and result is None and _is_declaration(rules[0]):
         return _declare(rules[0], (), None)

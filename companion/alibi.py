@@ -12,14 +12,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import numpy as np
-import torch
-from torch import nn
 
-from . import _tensors
 from ._contracts import MAX_ENTRIES, Flag, Integer, NonNegative, Real, Size, contract, entries, keys_after_queries
 from .attention import relative_positions
 
-__all__ = ["slopes", "largest_power_of_two", "bias", "distance_weights", "tail_weight", "effective_span", "ALiBi"]
+__all__ = ["slopes", "largest_power_of_two", "bias", "distance_weights", "tail_weight", "effective_span"]
 
 #: A number of heads: an integer in 1..2**28.
 Heads = Annotated[int, Integer(1, MAX_ENTRIES)]
@@ -179,36 +176,3 @@ def effective_span(n_heads: Heads, n_keys: Size, share: Annotated[float, Real(gt
     return np.minimum((cumulative < share).sum(axis=-1), n_keys - 1).astype(np.int64)
 
 
-class ALiBi(nn.Module):
-    r"""Torch layer for :func:`bias` (Press, Smith & Lewis 2022); nothing is learned.
-
-    The slopes are shown in a (non-persistent) buffer ``slopes``, which ``.to(device)``
-    and ``.double()`` move and cast. ``forward(n_queries, n_keys=None)`` returns the
-    bias ``(n_heads, n_queries, n_keys)`` with :math:`-\infty` above the diagonal, on
-    the buffer's device and in its dtype (slopes exact in float64, then cast); add it to
-    the scores before the softmax.
-    """
-
-    @contract
-    def __init__(self, n_heads: Heads):
-        super().__init__()
-        self.n_heads = n_heads
-        shown = torch.from_numpy(slopes(self.n_heads)).to(torch.get_default_dtype())
-        self.register_buffer("slopes", shown, persistent=False)
-
-    @contract(keys_after_queries,
-              entries("n_heads * n_queries * n_keys",
-                      lambda self, n_queries, n_keys: self.n_heads * n_queries * (n_keys or n_queries)))
-    def forward(self, n_queries: Size, n_keys: Size | None = None) -> torch.Tensor:
-        device, dtype = self.slopes.device, self.slopes.dtype
-        # exact slopes at every call, so that casting the module to float32 and back loses nothing
-        m = torch.tensor(slopes(self.n_heads), dtype=_tensors.work_dtype(device), device=device).to(dtype)
-        # j - i, shape (n_queries, n_keys)
-        distance = _tensors.relative_positions(n_queries, n_queries if n_keys is None else n_keys, device)
-        # m_h (j - i), shape (n_heads, n_queries, n_keys)
-        b = m[:, None, None] * distance.to(dtype)
-        # -inf where j > i
-        return b.masked_fill(distance > 0, float("-inf"))
-
-    def extra_repr(self) -> str:
-        return f"n_heads={self.n_heads}"

@@ -41,7 +41,7 @@ import numpy as np
 from . import nope as _nope
 from . import scaling as _scaling
 from ._contracts import (Array, Count, EvenSize, Factor, Flag, InstanceOf, Integer, NonNegativeReal, Positive, Size,
-                         Vectors, contract, entries)
+                         contract, entries)
 from .attention import causal_mask as _causal_mask
 
 __all__ = [

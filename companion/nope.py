@@ -19,8 +19,6 @@ import functools
 from typing import Annotated, NamedTuple
 
 import numpy as np
-import torch
-from torch import nn
 
 from ._contracts import (MAX_POSITION, Anything, Array, Count, Finite, Flag, Integer, NonNegativeReal,
                          Positions, Positive, Real, Reals, Seed, Size, WholeNumbers, broadcast, contract, entries,
@@ -370,7 +368,14 @@ def position_probe(
 @functools.lru_cache(maxsize=64)
 def _trained_probe(causal: bool, n_tokens: int, d_model: int, vocab_size: int, weight_std: float, bos: bool,
                    n_train: int, n_test: int, hidden: int, steps: int, lr: float, seed: int) -> ProbeResult:
-    """The probe of :func:`position_probe`, trained (arguments already checked)."""
+    """The probe of :func:`position_probe`, trained (arguments already checked).
+
+    The probe is a small torch network: torch is imported here, when a probe is
+    trained, so that the rest of the chapter's functions (numpy) load none of it.
+    """
+    import torch
+    from torch import nn
+
     outputs, _ = nope_layer_outputs(
         n_train + n_test, n_tokens, causal, d_model=d_model, vocab_size=vocab_size,
         weight_std=weight_std, bos=bos, seed=seed,

@@ -13,7 +13,7 @@ Every method is one function ``method(d, s=..., L=..., base=..., **options)``
 returning :class:`Frequencies` (the vector ``theta'`` of shape ``(d/2,)`` and an
 attention factor), listed in :data:`METHODS`; ``s`` is the extension factor (target
 length ``s * L``), ``L`` the training length, ``base`` the RoPE base. Plug the
-result into :class:`companion.rope.RotaryEmbedding`.
+result into :class:`companion.rope_torch.RotaryEmbedding`.
 
 Which pairs each method leaves outside the range of angles seen in training (Figure
 4) is :mod:`companion.trained_range`; why interpolating is safer than extrapolating

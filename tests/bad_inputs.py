@@ -40,11 +40,35 @@ import numpy as np
 import sympy as sp
 import torch
 
-from companion import (_contracts, absolute, alibi, attention, configs, interpolation, layers, mrope, nope, precision,
-                       relative, remap, rope, sampling, scaling, sinks, symbolic, trained_range)
+from companion import (
+    _contracts,
+    _tensors,
+    absolute,
+    absolute_torch,
+    alibi,
+    alibi_torch,
+    attention,
+    configs,
+    interpolation,
+    layers,
+    mrope,
+    nope,
+    precision,
+    relative,
+    relative_torch,
+    remap,
+    rope,
+    rope_torch,
+    sampling,
+    scaling,
+    sinks,
+    symbolic,
+    trained_range,
+)
 
-MODULES = {"attention": attention, "absolute": absolute, "relative": relative, "rope": rope,
-           "alibi": alibi, "nope": nope, "scaling": scaling, "trained_range": trained_range,
+MODULES = {"attention": attention, "absolute": absolute, "absolute_torch": absolute_torch, "relative": relative,
+           "relative_torch": relative_torch, "rope": rope, "rope_torch": rope_torch, "alibi": alibi,
+           "alibi_torch": alibi_torch, "nope": nope, "scaling": scaling, "trained_range": trained_range,
            "interpolation": interpolation, "sampling": sampling, "configs": configs, "precision": precision,
            "mrope": mrope, "layers": layers, "sinks": sinks, "remap": remap, "symbolic": symbolic}
 
@@ -450,13 +474,13 @@ def arg_for(kind: _contracts.Kind, value, optional: bool) -> Arg:
         return Mask(value, optional=optional)
     if isinstance(kind, c.PositiveCounts):
         return Counts(value, distinct=kind.distinct, length=kind.length)
-    if isinstance(kind, c.Tensor):
+    if isinstance(kind, _tensors.Tensor):
         return Tensor(value)
-    if isinstance(kind, c.TensorPositions):
+    if isinstance(kind, _tensors.TensorPositions):
         return TensorPositions(value, optional=optional, signed=kind.signed, floats_ok=kind.floats)
-    if isinstance(kind, c.TensorMask):
+    if isinstance(kind, _tensors.TensorMask):
         return TensorMask(value, optional=optional)
-    if isinstance(kind, c.TorchDtype):
+    if isinstance(kind, _tensors.TorchDtype):
         return Dtype(value)
     if isinstance(kind, c.SymbolicNumber):
         return Symbolic(value)
@@ -648,9 +672,9 @@ EXAMPLES: dict[str, Example] = {
     "absolute.sinusoidal": Example(absolute.sinusoidal, dict(positions=[0, 1, 5, 9], d=D, base=10000.0), [
         Case('huge table', {'positions': np.arange(2 ** 16), 'd': 2 ** 14}, names=('positions', 'd')),
     ]),
-    "absolute.SinusoidalPositions": Example(seeded(absolute.SinusoidalPositions), dict(d=D, base=10000.0)),
-    "absolute.SinusoidalPositions.forward": Example(
-        method(lambda: absolute.SinusoidalPositions(D), 'forward'), dict(positions=torch.arange(5), dtype=None)),
+    "absolute_torch.SinusoidalPositions": Example(seeded(absolute_torch.SinusoidalPositions), dict(d=D, base=10000.0)),
+    "absolute_torch.SinusoidalPositions.forward": Example(
+        method(lambda: absolute_torch.SinusoidalPositions(D), 'forward'), dict(positions=torch.arange(5), dtype=None)),
     "absolute.rotation_for_offset": Example(absolute.rotation_for_offset, dict(k=3, d=D, base=10000.0), [
         Case('negative offset', {'k': -3}, lambda r: np.allclose(r, absolute.rotation_for_offset(3, D).T)),
     ]),
@@ -673,11 +697,11 @@ EXAMPLES: dict[str, Example] = {
         Case('m + k < 0', {'k': -1}, names=('k', 'm')),
         Case('M full of 1e308', {'M': np.full((D, D), 1e+308)}, 'either'),
     ]),
-    "absolute.LearnedPositions": Example(seeded(absolute.LearnedPositions), dict(max_positions=16, d=8), [
+    "absolute_torch.LearnedPositions": Example(seeded(absolute_torch.LearnedPositions), dict(max_positions=16, d=8), [
         Case('huge table', {'max_positions': 2 ** 20, 'd': 2 ** 12}, names=('max_positions', 'd')),
     ]),
-    "absolute.LearnedPositions.forward": Example(
-        method(lambda: absolute.LearnedPositions(16, D), 'forward'), dict(positions=torch.arange(5))),
+    "absolute_torch.LearnedPositions.forward": Example(
+        method(lambda: absolute_torch.LearnedPositions(16, D), 'forward'), dict(positions=torch.arange(5))),
     "absolute.perplexity": Example(absolute.perplexity, dict(probabilities=[0.5, 0.25, 0.9]), [
         Case('above 1', {'probabilities': [0.5, 1.5]}),
         Case('tiny probability', {'probabilities': [1e-320]}, 'either'),
@@ -703,10 +727,10 @@ EXAMPLES: dict[str, Example] = {
         Case('batch mismatch', {'q': np.stack([Q3, Q3]), 'k': np.stack([K5] * 3), 'v': np.stack([V5] * 3)},
              names=('q', 'k')),
     ]),
-    "relative.ShawRelativeAttention": Example(
-        seeded(relative.ShawRelativeAttention), dict(d=8, max_distance=2, d_v=6)),
-    "relative.ShawRelativeAttention.forward": Example(
-        method(lambda: relative.ShawRelativeAttention(D, 2, 6).double(), 'forward'), dict(q=tq, k=tk, v=tv,
+    "relative_torch.ShawRelativeAttention": Example(
+        seeded(relative_torch.ShawRelativeAttention), dict(d=8, max_distance=2, d_v=6)),
+    "relative_torch.ShawRelativeAttention.forward": Example(
+        method(lambda: relative_torch.ShawRelativeAttention(D, 2, 6).double(), 'forward'), dict(q=tq, k=tk, v=tv,
                                                                                           mask=torch.from_numpy(CAUSAL35)), [
         Case('batch mismatch',
              {'q': torch.stack([tq[0]] * 2), 'k': torch.stack([tk[0]] * 3), 'v': torch.stack([tv[0]] * 3)},
@@ -722,12 +746,12 @@ EXAMPLES: dict[str, Example] = {
         Case('w_kr with odd rows', {'w_kr': rng.normal(size=(7, 4))}),
         Case('u of another length', {'u': np.zeros(3)}),
     ]),
-    "relative.TransformerXLScores": Example(
-        seeded(relative.TransformerXLScores), dict(d_model=D, d_head=4, base=10000.0), [
+    "relative_torch.TransformerXLScores": Example(
+        seeded(relative_torch.TransformerXLScores), dict(d_model=D, d_head=4, base=10000.0), [
         Case('huge', {'d_model': 2 ** 16, 'd_head': 2 ** 16}, names=('d_model', 'd_head')),
     ]),
-    "relative.TransformerXLScores.forward": Example(
-        method(lambda: relative.TransformerXLScores(D, 4).double(), 'forward'), dict(e_q=teq, e_k=tek), [
+    "relative_torch.TransformerXLScores.forward": Example(
+        method(lambda: relative_torch.TransformerXLScores(D, 4).double(), 'forward'), dict(e_q=teq, e_k=tek), [
         Case('fewer keys than queries', {'e_k': tek[:2]}, names=('e_k', 'n_keys')),
         Case('batched', {'e_q': teq[None], 'e_k': tek[None]}, names=('e_q', 'e_k')),
     ]),
@@ -744,15 +768,15 @@ EXAMPLES: dict[str, Example] = {
         Case('n_keys < n_queries', {'n_keys': 2}),
         Case('huge', {'n_queries': 2 ** 15, 'n_keys': 2 ** 15}, names=('n_queries', 'n_keys')),
     ]),
-    "relative.T5RelativeBias": Example(
-        seeded(relative.T5RelativeBias), dict(n_heads=2, num_buckets=32, max_distance=128, bidirectional=True)),
-    "relative.T5RelativeBias.forward": Example(
-        method(lambda: relative.T5RelativeBias(2).double(), 'forward'), dict(n_queries=3, n_keys=5), [
+    "relative_torch.T5RelativeBias": Example(
+        seeded(relative_torch.T5RelativeBias), dict(n_heads=2, num_buckets=32, max_distance=128, bidirectional=True)),
+    "relative_torch.T5RelativeBias.forward": Example(
+        method(lambda: relative_torch.T5RelativeBias(2).double(), 'forward'), dict(n_queries=3, n_keys=5), [
         Case('n_keys < n_queries', {'n_keys': 2}),
         Case('huge', {'n_queries': 2 ** 15, 'n_keys': 2 ** 15}, names=('n_queries', 'n_keys')),
     ]),
-    "relative.T5RelativeBias.bucket": Example(
-        method(lambda: relative.T5RelativeBias(2), 'bucket'), dict(
+    "relative_torch.T5RelativeBias.bucket": Example(
+        method(lambda: relative_torch.T5RelativeBias(2), 'bucket'), dict(
                                                                    relative_position=torch.tensor([-200, -5, 0, 3, 130])), [
         Case('negative distances are valid', {'relative_position': torch.tensor([-1, -9])},
              lambda r: r.tolist() == relative.t5_bucket([-1, -9]).tolist()),
@@ -825,20 +849,20 @@ EXAMPLES: dict[str, Example] = {
         Case('hours of work', {'n_max': 2 ** 31, 'inv_freq': np.ones(64)}, names=('n_max', 'inv_freq')),
     ]),
     # --- rope -----------------------------------------------------------------
-    "rope.RotaryEmbedding": Example(
-        seeded(lambda **kw: rope.RotaryEmbedding(**kw).inv_freq), dict(d=D, inv_freq=TH, base=10000.0,
+    "rope_torch.RotaryEmbedding": Example(
+        seeded(lambda **kw: rope_torch.RotaryEmbedding(**kw).inv_freq), dict(d=D, inv_freq=TH, base=10000.0,
                                                                        layout='adjacent', attention_factor=1.0), [
         Case('inv_freq of another length', {'inv_freq': TH[:3]}),
         Case('2-D inv_freq', {'inv_freq': TH[None]}),
     ]),
-    "rope.RotaryEmbedding.forward": Example(
-        method(lambda: rope.RotaryEmbedding(D), 'forward'), dict(q=tr4, k=tr4 * 2, positions=None), [
+    "rope_torch.RotaryEmbedding.forward": Example(
+        method(lambda: rope_torch.RotaryEmbedding(D), 'forward'), dict(q=tr4, k=tr4 * 2, positions=None), [
         Case('positions that do not broadcast', {'positions': torch.arange(3)}),
     ]),
-    "rope.RotaryEmbedding.rotate": Example(
-        method(lambda: rope.RotaryEmbedding(D, layout='split'), 'rotate'), dict(x=tr4,
+    "rope_torch.RotaryEmbedding.rotate": Example(
+        method(lambda: rope_torch.RotaryEmbedding(D, layout='split'), 'rotate'), dict(x=tr4,
                                                                                 positions=torch.tensor([0, 3, 5, 9]))),
-    "rope.RotaryEmbedding.set_frequencies": Example(
+    "rope_torch.RotaryEmbedding.set_frequencies": Example(
         lambda **kw: _set_frequencies(**kw), dict(inv_freq=TH / 2, attention_factor=1.5), [
         Case('inv_freq of another length', {'inv_freq': TH[:3]}),
     ]),
@@ -858,8 +882,8 @@ EXAMPLES: dict[str, Example] = {
         Case('distance past the row', {'distance': 10}),
     ]),
     "alibi.effective_span": Example(alibi.effective_span, dict(n_heads=4, n_keys=10, share=0.9)),
-    "alibi.ALiBi": Example(seeded(lambda **kw: alibi.ALiBi(**kw).slopes), dict(n_heads=4)),
-    "alibi.ALiBi.forward": Example(method(lambda: alibi.ALiBi(4), 'forward'), dict(n_queries=3, n_keys=5), [
+    "alibi_torch.ALiBi": Example(seeded(lambda **kw: alibi_torch.ALiBi(**kw).slopes), dict(n_heads=4)),
+    "alibi_torch.ALiBi.forward": Example(method(lambda: alibi_torch.ALiBi(4), 'forward'), dict(n_queries=3, n_keys=5), [
         Case('n_keys < n_queries', {'n_keys': 2}),
         Case('huge', {'n_queries': 2 ** 15, 'n_keys': 2 ** 15}, names=('n_queries', 'n_keys')),
     ], masks=True),
@@ -1248,7 +1272,7 @@ EXAMPLES: dict[str, Example] = {
 
 
 def _set_frequencies(**kwargs):
-    layer = rope.RotaryEmbedding(D)
+    layer = rope_torch.RotaryEmbedding(D)
     layer.set_frequencies(**kwargs)
     return layer.inv_freq, layer.attention_factor
 

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion import absolute
+from companion import absolute, absolute_torch
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 even_d = st.integers(1, 32).map(lambda h: 2 * h)
@@ -174,7 +174,7 @@ def test_position_score_flat_for_rotation_scaling_blocks_wobbly_otherwise():
 def test_sinusoidal_module_agrees_with_numpy(device):
     positions = np.array([0, 1, 2, 50, 999, 4095])
     expected = absolute.sinusoidal(positions, 32, 500.0)
-    layer = absolute.SinusoidalPositions(32, base=500.0)
+    layer = absolute_torch.SinusoidalPositions(32, base=500.0)
     p = torch.as_tensor(positions, device=device)
     out64 = layer(p, dtype=torch.float64)
     out32 = layer(p, dtype=torch.float32)
@@ -186,7 +186,7 @@ def test_sinusoidal_module_agrees_with_numpy(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_learned_table_looks_up_rows(device):
-    layer = absolute.LearnedPositions(10, 4).to(device)
+    layer = absolute_torch.LearnedPositions(10, 4).to(device)
     p = torch.tensor([0, 3, 9], device=device)
     out = layer(p)
     assert out.shape == (3, 4) and out.device.type == device
@@ -194,7 +194,7 @@ def test_learned_table_looks_up_rows(device):
 
 
 def test_gpt2_table_has_no_row_for_position_1024():
-    gpt2 = absolute.LearnedPositions(1024, 8)
+    gpt2 = absolute_torch.LearnedPositions(1024, 8)
     assert gpt2(torch.arange(1024)).shape == (1024, 8)
     with pytest.raises(IndexError, match=r"positions.*0\.\.1023"):
         gpt2(torch.tensor([1024]))
@@ -241,7 +241,7 @@ def test_odd_or_non_integer_d_is_rejected(d):
     with pytest.raises(ValueError, match="d must be"):
         absolute.frequencies(d)
     with pytest.raises(ValueError, match="d must be"):
-        absolute.SinusoidalPositions(d)
+        absolute_torch.SinusoidalPositions(d)
 
 
 @pytest.mark.parametrize("base", [0, -1.0, float("inf"), "10000"])
@@ -249,7 +249,7 @@ def test_non_positive_base_is_rejected(base):
     with pytest.raises(ValueError, match="base"):
         absolute.sinusoidal([0, 1], 4, base)
     with pytest.raises(ValueError, match="base"):
-        absolute.SinusoidalPositions(4, base)
+        absolute_torch.SinusoidalPositions(4, base)
 
 
 @pytest.mark.parametrize("positions", [[-1, 0], [0.5], [True, False]])
@@ -259,7 +259,7 @@ def test_bad_positions_are_rejected(positions):
 
 
 def test_bad_torch_positions_are_rejected():
-    layer, table = absolute.SinusoidalPositions(4), absolute.LearnedPositions(4, 2)
+    layer, table = absolute_torch.SinusoidalPositions(4), absolute_torch.LearnedPositions(4, 2)
     for bad in (torch.tensor([0.0, 1.0]), torch.tensor([-1, 2])):
         with pytest.raises(ValueError, match="positions"):
             layer(bad)
@@ -277,7 +277,7 @@ def test_bad_offsets_and_matrices_are_rejected():
     with pytest.raises(ValueError, match="m \\+ k"):
         absolute.position_score([0, 1], -2, np.eye(4))
     with pytest.raises(ValueError, match="max_positions"):
-        absolute.LearnedPositions(0, 4)
+        absolute_torch.LearnedPositions(0, 4)
 
 
 def test_score_terms_reject_mismatched_shapes():

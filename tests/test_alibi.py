@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from companion import alibi, attention
+from companion import alibi, alibi_torch, attention
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -207,7 +207,7 @@ def test_bad_span_arguments_are_rejected():
 @pytest.mark.parametrize("n_heads, n_q, n_k", [(8, 6, 6), (12, 3, 7)])
 def test_module_agrees_with_numpy(device, n_heads, n_q, n_k):
     ref = alibi.bias(n_heads, n_q, n_k)
-    layer = alibi.ALiBi(n_heads).to(device)
+    layer = alibi_torch.ALiBi(n_heads).to(device)
     got32 = layer(n_q, n_k)
     assert got32.shape == ref.shape and got32.device.type == device and got32.dtype == torch.float32
     np.testing.assert_allclose(got32.cpu().numpy(), ref, atol=1e-5, rtol=0)
@@ -218,7 +218,7 @@ def test_module_agrees_with_numpy(device, n_heads, n_q, n_k):
 
 
 def test_module_builds_on_the_buffer_device():
-    assert alibi.ALiBi(4).to("meta")(3, 5).device.type == "meta"
+    assert alibi_torch.ALiBi(4).to("meta")(3, 5).device.type == "meta"
 
 
 # --- bad input -----------------------------------------------------------------------------
@@ -229,14 +229,14 @@ def test_bad_head_counts_are_rejected(n_heads):
     with pytest.raises(ValueError, match="n_heads"):
         alibi.slopes(n_heads)
     with pytest.raises(ValueError, match="n_heads"):
-        alibi.ALiBi(n_heads)
+        alibi_torch.ALiBi(n_heads)
 
 
 def test_bad_sizes_are_rejected():
     with pytest.raises(ValueError, match="n_keys must be >= n_queries"):
         alibi.bias(2, 5, 3)
     with pytest.raises(ValueError, match="n_keys must be >= n_queries"):
-        alibi.ALiBi(2)(5, 3)
+        alibi_torch.ALiBi(2)(5, 3)
     with pytest.raises(ValueError, match="n_queries"):
         alibi.bias(2, 0)
     with pytest.raises(ValueError, match="mask_future"):
@@ -245,5 +245,5 @@ def test_bad_sizes_are_rejected():
 
 def test_alibi_layer_slopes_stay_exact_through_float32_and_back():
     # 12 heads have slopes 2^(-k/2), which float32 cannot hold: the layer recomputes them.
-    layer = alibi.ALiBi(12).float().double()
+    layer = alibi_torch.ALiBi(12).float().double()
     assert torch.equal(layer(5, 7), torch.from_numpy(alibi.bias(12, 5, 7)))

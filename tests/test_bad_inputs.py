@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 import bad_inputs  # noqa: E402  (a sibling module, not a package)
 
-from companion import _contracts, absolute, interpolation, nope, relative, rope  # noqa: E402
+from companion import _contracts, absolute, interpolation, nope, relative, relative_torch, rope  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
@@ -94,7 +94,7 @@ def test_positions_are_accepted_exactly_within_the_supported_range(p):
 def test_distances_of_either_sign_are_bucketed_or_refused(t):
     if abs(t) <= _contracts.MAX_POSITION:
         bucket = int(relative.t5_bucket(t))
-        assert 0 <= bucket < 32 and bucket == int(relative.T5RelativeBias(1).bucket(torch.tensor([t]))[0])
+        assert 0 <= bucket < 32 and bucket == int(relative_torch.T5RelativeBias(1).bucket(torch.tensor([t]))[0])
     else:
         with pytest.raises(ValueError, match="relative_position must"):
             relative.t5_bucket(t)
@@ -154,7 +154,7 @@ def test_perplexity_of_tiny_probabilities_is_finite_or_refused_by_name():
 
 def test_shaw_layer_refuses_a_row_with_no_key_like_shaw_attention():
     torch.manual_seed(0)
-    layer = relative.ShawRelativeAttention(4, 1).double()
+    layer = relative_torch.ShawRelativeAttention(4, 1).double()
     q, k, v = (torch.randn(3, 4, dtype=torch.float64) for _ in range(3))
     mask = torch.ones(3, 3, dtype=torch.bool)
     mask[1] = False

@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import bad_inputs  # noqa: E402  (a sibling module, not a package)
 
-from companion import _contracts, alibi, configs, layers, mrope, nope, precision, relative, rope, scaling, sinks  # noqa: E402,E501
+from companion import _contracts, alibi, configs, layers, mrope, nope, precision, relative, relative_torch, rope, scaling, sinks  # noqa: E402,E501
 from companion._contracts import (EvenSize, Finite, Frequencies, Integer, Positions, Positive, Size,  # noqa: E402
                                   contract, keys_after_queries)
 
@@ -70,11 +70,11 @@ def test_rules_see_the_converted_arguments_and_name_them():
         _sizes(3, 2)
 
 
-def test_the_unchecked_body_is_the_wrapped_function():
-    assert _sizes.__wrapped__(3, 2) == (3, 2)  # no rule, no conversion
-    assert rope.inv_freq.__wrapped__(8, 10000.0).shape == (4,)
-    assert inspect.signature(rope.inv_freq) == inspect.signature(rope.inv_freq.__wrapped__)
-    assert rope.inv_freq.__doc__ == rope.inv_freq.__wrapped__.__doc__
+def test_a_checked_function_keeps_its_signature_name_and_docstring():
+    """Readers, IDEs and the API pages see the function as written."""
+    assert list(inspect.signature(rope.inv_freq).parameters) == ["d", "base"]
+    assert rope.inv_freq.__name__ == "inv_freq" and rope.inv_freq.__doc__.startswith("The rotation frequencies")
+    assert rope.inv_freq(8, 10000.0).shape == (4,)
 
 
 def test_a_wrong_call_gets_pythons_own_type_error():
@@ -365,7 +365,7 @@ def test_llama4_and_t5_defaults_are_the_librarys():
     assert _default(nope.attention_temperature, "floor_scale") == Llama4TextConfig.floor_scale
     assert _default(nope.attention_temperature, "attn_scale") == Llama4TextConfig.attn_scale
     assert _default(nope.irope_layer_pattern, "nope_every") == Llama4TextConfig.no_rope_layer_interval
-    for function in (relative.t5_bucket, relative.T5RelativeBias.__init__):
+    for function in (relative.t5_bucket, relative_torch.T5RelativeBias.__init__):
         assert _default(function, "num_buckets") == T5Config.relative_attention_num_buckets
         assert _default(function, "max_distance") == T5Config.relative_attention_max_distance
     assert _default(relative.t5_bias, "max_distance") == T5Config.relative_attention_max_distance

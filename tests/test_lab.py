@@ -173,8 +173,8 @@ def traced(hashes, monkeypatch):
 
 
 def test_fingerprint_covers_the_math_modules_the_experiments_run(hashes):
-    for name in ("companion.rope:RotaryEmbedding.forward", "companion.scaling:yarn_code",
-                 "companion.scaling:yarn", "companion.relative:T5RelativeBias.forward",
+    for name in ("companion.rope_torch:RotaryEmbedding.forward", "companion.scaling:yarn_code",
+                 "companion.scaling:yarn", "companion.relative_torch:T5RelativeBias.forward",
                  "companion.alibi:slopes", "companion.lab.schemes:chunked_causal_mask",
                  "companion.lab.stats:cluster_bootstrap", "companion.lab.data:variable_tracking",
                  "companion.lab.data:multi_key_retrieval", "companion.lab.evals:copier_accuracy",
@@ -185,8 +185,8 @@ def test_fingerprint_covers_the_math_modules_the_experiments_run(hashes):
     assert "companion.scaling:pi_bound_ratio" not in hashes and not any(k.startswith("companion.symbolic") for k in hashes)
     assert not any(k.startswith("companion.lab.claims") for k in hashes)
     assert fingerprint.changed(hashes, hashes) == []
-    edited = {**hashes, "companion.rope:RotaryEmbedding.forward": "0" * 64}
-    assert fingerprint.changed(hashes, edited) == ["companion.rope:RotaryEmbedding.forward"]
+    edited = {**hashes, "companion.rope_torch:RotaryEmbedding.forward": "0" * 64}
+    assert fingerprint.changed(hashes, edited) == ["companion.rope_torch:RotaryEmbedding.forward"]
 
 
 def test_stored_results_are_not_stale(hashes):

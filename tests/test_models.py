@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from companion import absolute, alibi, nope, relative, rope, scaling
+from companion import absolute, absolute_torch, alibi, alibi_torch, nope, relative, relative_torch, rope, rope_torch, scaling
 from companion.lab import evals, schemes
 from companion.lab.models import ROPE_SCHEMES, SCHEMES, TinyTransformer, count_parameters
 
@@ -79,11 +79,11 @@ def spy(monkeypatch, cls, calls, name):
 
 
 @pytest.mark.parametrize("scheme, cls, attribute", [
-    ("learned", absolute.LearnedPositions, "positions"),
-    ("sinusoidal", absolute.SinusoidalPositions, "positions"),
-    ("rope", rope.RotaryEmbedding, "rope"),
-    ("alibi", alibi.ALiBi, "alibi"),
-    ("t5", relative.T5RelativeBias, "t5_bias"),
+    ("learned", absolute_torch.LearnedPositions, "positions"),
+    ("sinusoidal", absolute_torch.SinusoidalPositions, "positions"),
+    ("rope", rope_torch.RotaryEmbedding, "rope"),
+    ("alibi", alibi_torch.ALiBi, "alibi"),
+    ("t5", relative_torch.T5RelativeBias, "t5_bias"),
 ])
 def test_scheme_holds_and_calls_its_companion_module(monkeypatch, scheme, cls, attribute):
     model = small(scheme)
@@ -99,8 +99,8 @@ def test_other_schemes_hold_no_position_module():
     for scheme in SCHEMES:
         model = small(scheme)
         found = {type(m) for m in model.modules()}
-        position_types = {absolute.LearnedPositions, absolute.SinusoidalPositions, rope.RotaryEmbedding,
-                          alibi.ALiBi, relative.T5RelativeBias, relative.ShawRelativeAttention}
+        position_types = {absolute_torch.LearnedPositions, absolute_torch.SinusoidalPositions, rope_torch.RotaryEmbedding,
+                          alibi_torch.ALiBi, relative_torch.T5RelativeBias, relative_torch.ShawRelativeAttention}
         assert len(found & position_types) == (0 if scheme == "nope" else 1), scheme
 
 
@@ -108,19 +108,19 @@ def test_shaw_every_layer_uses_shaw_relative_attention(monkeypatch):
     model = small("shaw", shaw_max_distance=3)
     layers = list(model.scheme.layers)
     assert len(layers) == model.config["n_layers"]
-    assert all(isinstance(s, relative.ShawRelativeAttention) and s.max_distance == 3 for s in layers)
+    assert all(isinstance(s, relative_torch.ShawRelativeAttention) and s.max_distance == 3 for s in layers)
     calls = []
-    spy(monkeypatch, relative.ShawRelativeAttention, calls, "shaw")
+    spy(monkeypatch, relative_torch.ShawRelativeAttention, calls, "shaw")
     model(tokens())
     assert calls == ["shaw"] * len(layers)
 
 
 def test_changing_the_companion_module_changes_the_model(monkeypatch):
-    """The ALiBi model's scores come from companion.alibi.ALiBi and nowhere else."""
+    """The ALiBi model's scores come from companion.alibi_torch.ALiBi and nowhere else."""
     model = small("alibi")
     x = tokens()
     before = model(x)
-    monkeypatch.setattr(alibi.ALiBi, "forward", lambda self, n, n_keys=None: torch.zeros(2, n, n).masked_fill(
+    monkeypatch.setattr(alibi_torch.ALiBi, "forward", lambda self, n, n_keys=None: torch.zeros(2, n, n).masked_fill(
         torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf")))
     assert not torch.allclose(model(x), before)
 
@@ -140,7 +140,7 @@ def test_irope_follows_irope_layer_pattern(monkeypatch):
     assert seen == [(4, 2)]
     assert model.layer_kinds == ["rope", "nope", "rope", "nope"]
     calls = []
-    spy(monkeypatch, rope.RotaryEmbedding, calls, "rope")
+    spy(monkeypatch, rope_torch.RotaryEmbedding, calls, "rope")
     model(tokens())
     assert calls == ["rope", "rope"]
 
@@ -225,7 +225,7 @@ def test_tied_and_untied_embeddings():
 
 def test_t5_and_alibi_are_shared_by_all_layers():
     model = small("t5", n_layers=3)
-    assert sum(isinstance(m, relative.T5RelativeBias) for m in model.modules()) == 1
+    assert sum(isinstance(m, relative_torch.T5RelativeBias) for m in model.modules()) == 1
     assert model.t5_bias.max_distance == 17 and not model.t5_bias.bidirectional
     assert small("t5", context_length=40).t5_bias.max_distance == 40
 

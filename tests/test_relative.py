@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from companion import absolute, attention, relative
+from companion import absolute, attention, relative, relative_torch
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -98,7 +98,7 @@ def test_shaw_distances_beyond_the_clip_share_one_vector():
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_shaw_module_agrees_with_numpy(device):
-    layer = relative.ShawRelativeAttention(d=3, max_distance=2, d_v=2)
+    layer = relative_torch.ShawRelativeAttention(d=3, max_distance=2, d_v=2)
     q, k, v, *_ = _shaw_inputs(seed=3)
     mask = attention.causal_mask(4, 6)
     z_ref, alpha_ref = relative.shaw_attention(
@@ -168,7 +168,7 @@ def test_transformer_xl_position_terms_depend_only_on_distance():
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_transformer_xl_module_agrees_with_numpy(device):
-    layer = relative.TransformerXLScores(d_model=6, d_head=4, base=100.0)
+    layer = relative_torch.TransformerXLScores(d_model=6, d_head=4, base=100.0)
     with torch.no_grad():
         layer.u.normal_()
         layer.v.normal_()
@@ -265,7 +265,7 @@ def test_t5_bias_is_a_table_lookup():
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("bidirectional", [True, False])
 def test_t5_module_agrees_with_numpy(device, bidirectional):
-    layer = relative.T5RelativeBias(n_heads=4, bidirectional=bidirectional)
+    layer = relative_torch.T5RelativeBias(n_heads=4, bidirectional=bidirectional)
     distances = np.arange(-300, 301)
     expected = relative.t5_bucket(distances, bidirectional)
     np.testing.assert_array_equal(layer.bucket(torch.as_tensor(distances)).numpy(), expected)
@@ -279,7 +279,7 @@ def test_t5_module_agrees_with_numpy(device, bidirectional):
 
 
 def test_t5_module_builds_on_the_table_device():
-    layer = relative.T5RelativeBias(2).to("meta")
+    layer = relative_torch.T5RelativeBias(2).to("meta")
     assert layer(3, 4).device.type == "meta"
 
 
@@ -295,7 +295,7 @@ def test_bad_sizes_and_clip_are_rejected():
         with pytest.raises(ValueError, match="k must be an integer >= 0 \\(the clipping distance\\)"):
             relative.clipped_distances(3, 3, k)
     with pytest.raises(ValueError, match="max_distance"):
-        relative.ShawRelativeAttention(4, -1)
+        relative_torch.ShawRelativeAttention(4, -1)
 
 
 def test_shaw_rejects_mismatched_shapes():
@@ -310,7 +310,7 @@ def test_shaw_rejects_mismatched_shapes():
         relative.shaw_attention(q, k, v[:2], w_k, w_v)
     with pytest.raises(ValueError, match="mask"):
         relative.shaw_attention(q, k, v, w_k, w_v, mask=np.ones((4, 6)))
-    layer = relative.ShawRelativeAttention(3, 2, d_v=2)
+    layer = relative_torch.ShawRelativeAttention(3, 2, d_v=2)
     with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., n, d\) with d = 3"):
         layer(torch.zeros(4, 2), torch.zeros(6, 3), torch.zeros(6, 2))
 
@@ -328,7 +328,7 @@ def test_transformer_xl_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match="n_keys must be >= n_queries"):
         relative.transformer_xl_terms(e_k, e_q, w_q, w_ke, w_kr, u, v)
     with pytest.raises(ValueError, match="d_model"):
-        relative.TransformerXLScores(5, 4)
+        relative_torch.TransformerXLScores(5, 4)
 
 
 @pytest.mark.parametrize(
@@ -346,14 +346,14 @@ def test_t5_rejects_bad_options(kwargs, name):
     with pytest.raises(ValueError, match=name):
         relative.t5_bucket(np.arange(3), **kwargs)
     with pytest.raises(ValueError, match=name):
-        relative.T5RelativeBias(2, **kwargs)
+        relative_torch.T5RelativeBias(2, **kwargs)
 
 
 def test_t5_rejects_bad_input():
     with pytest.raises(ValueError, match="relative_position"):
         relative.t5_bucket(np.array([0.5]))
     with pytest.raises(ValueError, match="n_heads"):
-        relative.T5RelativeBias(0)
+        relative_torch.T5RelativeBias(0)
     with pytest.raises(ValueError, match="table"):
         relative.t5_bias(np.zeros(32), 2)
 
@@ -365,18 +365,18 @@ def _position_parameters_from_modules(method, n_layers, n_heads, d_head, clip, n
     """Count the position parameters of the companion torch layers, one per layer (and head)."""
     d_model = n_heads * d_head
     if method == "shaw":
-        layers = [relative.ShawRelativeAttention(d_head, clip) for _ in range(n_layers)]
+        layers = [relative_torch.ShawRelativeAttention(d_head, clip) for _ in range(n_layers)]
         return sum(p.numel() for layer in layers for p in layer.parameters())
     if method == "transformer_xl":
         total = 0
         for layer in range(n_layers):
             for _ in range(n_heads):
-                head = relative.TransformerXLScores(d_model, d_head)
+                head = relative_torch.TransformerXLScores(d_model, d_head)
                 total += head.w_kr.numel()
                 if not tied_uv or layer == 0:
                     total += head.u.numel() + head.v.numel()
         return total
-    shared = relative.T5RelativeBias(n_heads, num_buckets=num_buckets)
+    shared = relative_torch.T5RelativeBias(n_heads, num_buckets=num_buckets)
     stack = torch.nn.ModuleList([shared] * n_layers)  # every layer uses the same table
     return sum(p.numel() for p in stack.parameters())
 
@@ -473,7 +473,7 @@ def test_shaw_attention_with_heads_and_more_keys_than_queries():
     for h in range(heads):
         z_ref, alpha_ref = _shaw_by_the_definition(q[h], k[h], v[h], w_k, w_v)
         assert np.allclose(alpha[h], alpha_ref, atol=1e-12) and np.allclose(z[h], z_ref, atol=1e-12)
-    layer = relative.ShawRelativeAttention(d, c, d_v).double()
+    layer = relative_torch.ShawRelativeAttention(d, c, d_v).double()
     with torch.no_grad():
         layer.w_k.copy_(torch.from_numpy(w_k))
         layer.w_v.copy_(torch.from_numpy(w_v))

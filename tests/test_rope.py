@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion import rope
+from companion import rope, rope_torch
 
 RNG = np.random.default_rng(20210420)
 LAYOUTS = rope.LAYOUTS
@@ -239,7 +239,7 @@ def test_torch_layer_keeps_float64_angles_for_float32_inputs():
     theta = rope.inv_freq(d)
     m = np.array([1_000_003, 9_999_991, 12_345_678])
     x = RNG.normal(size=(m.size, d))
-    layer = rope.RotaryEmbedding(d)
+    layer = rope_torch.RotaryEmbedding(d)
     out = layer.rotate(torch.tensor(x, dtype=torch.float32), torch.tensor(m)).numpy()
     np.testing.assert_allclose(out, exact_rotation(x, m, theta), atol=1e-5)
 
@@ -297,7 +297,7 @@ def test_torch_layer_matches_numpy(layout, dtype, atol):
     d, n = 16, 33
     x, y = random(2, 3, n, d), random(2, 3, n, d)
     theta = rope.inv_freq(d)
-    layer = rope.RotaryEmbedding(d, layout=layout, attention_factor=1.25)
+    layer = rope_torch.RotaryEmbedding(d, layout=layout, attention_factor=1.25)
     q_rot, k_rot = layer(torch.tensor(x, dtype=dtype), torch.tensor(y, dtype=dtype))
     assert q_rot.dtype == dtype and q_rot.shape == (2, 3, n, d)
     np.testing.assert_allclose(q_rot.numpy(), 1.25 * rope.rotate(x, np.arange(n), theta, layout), atol=atol, rtol=0)
@@ -310,7 +310,7 @@ def test_torch_layer_matches_numpy(layout, dtype, atol):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_torch_layer_gradients_and_paths_agree(layout):
     d, n = 8, 6
-    layer = rope.RotaryEmbedding(d, layout=layout).double()
+    layer = rope_torch.RotaryEmbedding(d, layout=layout).double()
     x = torch.randn(2, n, d, dtype=torch.float64, requires_grad=True)
     with torch.no_grad():
         fast = layer.rotate(x)
@@ -321,7 +321,7 @@ def test_torch_layer_gradients_and_paths_agree(layout):
 
 def test_torch_layer_per_batch_positions_and_scores():
     d, n = 8, 5
-    layer = rope.RotaryEmbedding(d, layout="split")
+    layer = rope_torch.RotaryEmbedding(d, layout="split")
     q, k = torch.randn(2, 4, n, d, dtype=torch.float64), torch.randn(2, 4, n, d, dtype=torch.float64)
     positions = torch.tensor([[0, 1, 2, 3, 4], [100, 101, 102, 103, 104]])[:, None, :]  # (batch, 1, n)
     q_rot, k_rot = layer(q, k, positions)
@@ -334,7 +334,7 @@ def test_torch_layer_per_batch_positions_and_scores():
 
 def test_torch_layer_half_precision_and_custom_frequencies():
     theta = np.linspace(1.0, 0.001, 8)
-    layer = rope.RotaryEmbedding(16, inv_freq=theta)
+    layer = rope_torch.RotaryEmbedding(16, inv_freq=theta)
     x = torch.randn(3, 10, 16)
     out = layer.rotate(x.to(torch.bfloat16))
     assert out.dtype == torch.bfloat16
@@ -346,7 +346,7 @@ def test_torch_layer_half_precision_and_custom_frequencies():
 
 
 def test_casting_the_layer_does_not_round_its_frequencies():
-    layer = rope.RotaryEmbedding(16, base=500_000.0).half()
+    layer = rope_torch.RotaryEmbedding(16, base=500_000.0).half()
     x = np.random.default_rng(5).normal(size=(4, 16))
     m = np.array([3, 70_000, 1_000_000, 9_000_001])
     out = layer.rotate(torch.tensor(x), torch.tensor(m)).numpy()
@@ -355,7 +355,7 @@ def test_casting_the_layer_does_not_round_its_frequencies():
 
 
 def test_torch_layer_cache_is_per_length():
-    layer = rope.RotaryEmbedding(8)
+    layer = rope_torch.RotaryEmbedding(8)
     a = layer.rotate(torch.ones(1, 4, 8))
     b = layer.rotate(torch.ones(1, 9, 8))
     torch.testing.assert_close(b[:, :4], a)
@@ -364,7 +364,7 @@ def test_torch_layer_cache_is_per_length():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_torch_layer_on_cuda_matches_cpu():
     for layout in LAYOUTS:
-        layer = rope.RotaryEmbedding(64, layout=layout)
+        layer = rope_torch.RotaryEmbedding(64, layout=layout)
         q = torch.randn(2, 4, 128, 64)
         cpu = layer(q, q, torch.arange(128) * 1000)[0]
         gpu = layer.to("cuda")(q.cuda(), q.cuda(), (torch.arange(128) * 1000).cuda())[0]
@@ -489,17 +489,17 @@ def test_self_attention_is_shift_invariant_and_leaves_values_alone():
                                  np.arange(1), rope.inv_freq(4)), "x"),
     (lambda: rope.self_attention(np.ones((3, 4)), np.ones((4, 4)), np.ones((4, 4)), np.ones((4, 2)),
                                  np.arange(3), rope.inv_freq(4), layout="halves"), "layout"),
-    (lambda: rope.RotaryEmbedding(9), "d"),
-    (lambda: rope.RotaryEmbedding(8, inv_freq=np.ones(3)), "inv_freq"),
-    (lambda: rope.RotaryEmbedding(8, layout="half"), "layout"),
-    (lambda: rope.RotaryEmbedding(8, attention_factor=0.0), "attention_factor"),
-    (lambda: rope.RotaryEmbedding(8)(torch.ones(2, 6), torch.ones(2, 8)), "q"),
-    (lambda: rope.RotaryEmbedding(8)(torch.ones(2, 8), torch.ones(2, 6)), "k"),
-    (lambda: rope.RotaryEmbedding(8)(torch.ones(2, 8), torch.ones(2, 8), torch.tensor([0, -1])), "positions"),
-    (lambda: rope.RotaryEmbedding(8)(torch.ones(2, 8), torch.ones(2, 8), torch.tensor([0.0, 0.5])), "positions"),
-    (lambda: rope.RotaryEmbedding(8)(torch.ones(2, 8), torch.ones(2, 8), torch.arange(3)), "positions"),
-    (lambda: rope.RotaryEmbedding(8).rotate(torch.ones(2, 8), torch.tensor([0.0, float("inf")])), "positions"),
-    (lambda: rope.RotaryEmbedding(8).rotate(torch.ones(2, 8, dtype=torch.int64)), "x"),
+    (lambda: rope_torch.RotaryEmbedding(9), "d"),
+    (lambda: rope_torch.RotaryEmbedding(8, inv_freq=np.ones(3)), "inv_freq"),
+    (lambda: rope_torch.RotaryEmbedding(8, layout="half"), "layout"),
+    (lambda: rope_torch.RotaryEmbedding(8, attention_factor=0.0), "attention_factor"),
+    (lambda: rope_torch.RotaryEmbedding(8)(torch.ones(2, 6), torch.ones(2, 8)), "q"),
+    (lambda: rope_torch.RotaryEmbedding(8)(torch.ones(2, 8), torch.ones(2, 6)), "k"),
+    (lambda: rope_torch.RotaryEmbedding(8)(torch.ones(2, 8), torch.ones(2, 8), torch.tensor([0, -1])), "positions"),
+    (lambda: rope_torch.RotaryEmbedding(8)(torch.ones(2, 8), torch.ones(2, 8), torch.tensor([0.0, 0.5])), "positions"),
+    (lambda: rope_torch.RotaryEmbedding(8)(torch.ones(2, 8), torch.ones(2, 8), torch.arange(3)), "positions"),
+    (lambda: rope_torch.RotaryEmbedding(8).rotate(torch.ones(2, 8), torch.tensor([0.0, float("inf")])), "positions"),
+    (lambda: rope_torch.RotaryEmbedding(8).rotate(torch.ones(2, 8, dtype=torch.int64)), "x"),
 ])
 def test_bad_input_raises_value_error_naming_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):

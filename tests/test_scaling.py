@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion import rope, scaling, trained_range
+from companion import rope, rope_torch, scaling, trained_range
 
 D, BASE, L, S = 128, 10000.0, 4096, 8.0  # the book's Figure 4 setting (Llama 2)
 THETA = rope.inv_freq(D, BASE)
@@ -274,7 +274,7 @@ def test_scaled_frequencies_lie_between_interpolation_and_original(half, s, log_
 @pytest.mark.parametrize("method", ["none", "yarn", "yarn_code", "llama3", "ntk"])
 def test_every_method_plugs_into_the_torch_layer(method):
     f = scaling.frequencies(method, 16, s=4.0, L=256, base=BASE)
-    layer = rope.RotaryEmbedding(16, inv_freq=f.inv_freq, attention_factor=f.attention_factor, layout="split")
+    layer = rope_torch.RotaryEmbedding(16, inv_freq=f.inv_freq, attention_factor=f.attention_factor, layout="split")
     x = np.random.default_rng(3).normal(size=(2, 50, 16))
     out, _ = layer(torch.tensor(x), torch.tensor(x), torch.arange(50) * 20)
     expected = f.attention_factor * rope.rotate(x, np.arange(50) * 20, f.inv_freq, "split")

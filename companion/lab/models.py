@@ -135,13 +135,13 @@ class TinyTransformer(nn.Module):
     ``forward(tokens)`` maps an integer tensor ``(batch, n)`` with values in
     ``0..vocab_size-1`` to logits ``(batch, n, vocab_size)``; the logits at position
     ``t`` depend only on tokens ``0..t``. A ``learned`` model given ``n >
-    context_length`` raises :class:`companion.absolute.LearnedPositions`'
+    context_length`` raises :class:`companion.absolute_torch.LearnedPositions`'
     ``IndexError``.
 
     Attributes a reader (or a test) can inspect: ``scheme`` (the
     :class:`companion.lab.schemes.Scheme`), ``layer_kinds`` (per layer, ``"rope"``,
     ``"nope"``, ``"bias"``, ``"shaw"``, ``"plain"``), ``positions`` (the absolute
-    layer or ``None``), ``rope`` (the :class:`companion.rope.RotaryEmbedding` shared
+    layer or ``None``), ``rope`` (the :class:`companion.rope_torch.RotaryEmbedding` shared
     by all RoPE layers, or ``None``), ``alibi``, ``t5_bias`` (shared by all layers,
     as in T5), and ``config`` (a JSON-serialisable dict of the arguments).
     """
@@ -183,17 +183,17 @@ class TinyTransformer(nn.Module):
 
     @property
     def rope(self):
-        """The :class:`companion.rope.RotaryEmbedding` of a RoPE model, or ``None``."""
+        """The :class:`companion.rope_torch.RotaryEmbedding` of a RoPE model, or ``None``."""
         return getattr(self.scheme, "rotary", None)
 
     @property
     def alibi(self):
-        """The :class:`companion.alibi.ALiBi` layer, or ``None``."""
+        """The :class:`companion.alibi_torch.ALiBi` layer, or ``None``."""
         return getattr(self.scheme, "alibi", None)
 
     @property
     def t5_bias(self):
-        """The :class:`companion.relative.T5RelativeBias` shared by all layers, or ``None``."""
+        """The :class:`companion.relative_torch.T5RelativeBias` shared by all layers, or ``None``."""
         return getattr(self.scheme, "t5_bias", None)
 
     @property
@@ -263,7 +263,7 @@ class TinyTransformer(nn.Module):
         The frequencies are ``companion.scaling.frequencies(method, d_head, s=s,
         L=context_length, base=rope_base, **options)`` (``options`` may override
         ``L`` or ``base``), and the attention factor the method returns is applied
-        by :class:`companion.rope.RotaryEmbedding`. ``"dynamic_ntk"`` is recomputed
+        by :class:`companion.rope_torch.RotaryEmbedding`. ``"dynamic_ntk"`` is recomputed
         at every forward pass from the input length ``n`` (``current_length=n``),
         so it is the unscaled RoPE up to ``n = L``. ``method="none"`` restores the
         trained frequencies. Only ``rope`` and ``irope`` models have frequencies:

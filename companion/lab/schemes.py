@@ -20,12 +20,12 @@ companion module that defines it; nothing positional is re-implemented here:
 ==============  =================================  ===================================================
 scheme          class                              companion module
 ==============  =================================  ===================================================
-``learned``     :class:`LearnedScheme`             :class:`companion.absolute.LearnedPositions`
-``sinusoidal``  :class:`SinusoidalScheme`          :class:`companion.absolute.SinusoidalPositions`
-``shaw``        :class:`ShawScheme`                :class:`companion.relative.ShawRelativeAttention`
-``t5``          :class:`T5Scheme`                  :class:`companion.relative.T5RelativeBias`
-``rope``        :class:`RotaryScheme`              :class:`companion.rope.RotaryEmbedding`
-``alibi``       :class:`ALiBiScheme`               :class:`companion.alibi.ALiBi`
+``learned``     :class:`LearnedScheme`             :class:`companion.absolute_torch.LearnedPositions`
+``sinusoidal``  :class:`SinusoidalScheme`          :class:`companion.absolute_torch.SinusoidalPositions`
+``shaw``        :class:`ShawScheme`                :class:`companion.relative_torch.ShawRelativeAttention`
+``t5``          :class:`T5Scheme`                  :class:`companion.relative_torch.T5RelativeBias`
+``rope``        :class:`RotaryScheme`              :class:`companion.rope_torch.RotaryEmbedding`
+``alibi``       :class:`ALiBiScheme`               :class:`companion.alibi_torch.ALiBi`
 ``nope``        :class:`NoPEScheme`                :func:`companion.nope.no_positions`
 ``irope``       :class:`IRopeScheme`               :func:`companion.nope.irope_layer_pattern`
 ==============  =================================  ===================================================
@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import absolute, alibi, nope, relative, rope, scaling
+from .. import absolute, absolute_torch, alibi, alibi_torch, nope, relative, relative_torch, rope, rope_torch, scaling
 from .._contracts import AnyValue, Count, Factor, Frequencies, InstanceOf, OneOf, Real, contract
 
 __all__ = ["SCHEMES", "ROPE_SCHEMES", "Scheme", "NoPEScheme", "LearnedScheme", "SinusoidalScheme", "ShawScheme", "T5Scheme",
@@ -131,7 +131,7 @@ class LearnedScheme(Scheme):
 
     def __init__(self, c: dict):
         super().__init__(c)
-        self.positions = absolute.LearnedPositions(c["context_length"], c["d_model"])
+        self.positions = absolute_torch.LearnedPositions(c["context_length"], c["d_model"])
 
     def embed(self, e):
         # h_t = e_t + p_t,  p_t a row of the learned table
@@ -143,7 +143,7 @@ class SinusoidalScheme(Scheme):
 
     def __init__(self, c: dict):
         super().__init__(c)
-        self.positions = absolute.SinusoidalPositions(c["d_model"])
+        self.positions = absolute_torch.SinusoidalPositions(c["d_model"])
 
     def embed(self, e):
         pe = self.positions(torch.arange(e.shape[1], device=e.device), dtype=e.dtype)   # (n, d)
@@ -158,7 +158,7 @@ class ShawScheme(Scheme):
 
     def __init__(self, c: dict):
         super().__init__(c)
-        self.layers = nn.ModuleList(relative.ShawRelativeAttention(self.d_head, c["shaw_max_distance"])
+        self.layers = nn.ModuleList(relative_torch.ShawRelativeAttention(self.d_head, c["shaw_max_distance"])
                                     for _ in range(self.n_layers))
 
     def attend(self, q, k, v, mask, bias, layer, need_weights):
@@ -175,7 +175,7 @@ class T5Scheme(Scheme):
 
     def __init__(self, c: dict):
         super().__init__(c)
-        self.t5_bias = relative.T5RelativeBias(c["n_heads"], c["t5_num_buckets"], c["t5_max_distance"],
+        self.t5_bias = relative_torch.T5RelativeBias(c["n_heads"], c["t5_num_buckets"], c["t5_max_distance"],
                                                bidirectional=False)
 
     def score_bias(self, n, dtype, device):
@@ -191,7 +191,7 @@ class ALiBiScheme(Scheme):
 
     def __init__(self, c: dict):
         super().__init__(c)
-        self.alibi = alibi.ALiBi(c["n_heads"])
+        self.alibi = alibi_torch.ALiBi(c["n_heads"])
 
     def score_bias(self, n, dtype, device):
         return self.alibi(n).to(dtype)                                       # (heads, n, n), -inf above the diagonal
@@ -212,7 +212,7 @@ class RotaryScheme(Scheme):
         super().__init__(c)
         self.context_length, self.base = c["context_length"], c["rope_base"]
         self.fraction = c["rope_fraction"]
-        self.rotary = rope.RotaryEmbedding(self.d_head, inv_freq=self._trained_frequencies(), base=self.base)
+        self.rotary = rope_torch.RotaryEmbedding(self.d_head, inv_freq=self._trained_frequencies(), base=self.base)
         self.setting = {"method": "none", "s": 1.0}
         self._dynamic_cache: dict = {}
 
