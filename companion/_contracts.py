@@ -66,6 +66,7 @@ Two limits hold everywhere:
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import numbers
@@ -903,8 +904,16 @@ class Finite:
         self.names, self.hint = names, hint
 
     def __call__(self, result):
-        parts = result.values() if isinstance(result, dict) else result if isinstance(result, tuple) else (result,)
-        if not all(np.all(np.isfinite(part)) for part in parts):
+        if isinstance(result, dict):
+            parts = result.values()
+        elif isinstance(result, tuple):
+            parts = result
+        elif dataclasses.is_dataclass(result):
+            parts = [getattr(result, f.name) for f in dataclasses.fields(result)]
+        else:
+            parts = (result,)
+        numeric = [p for p in parts if isinstance(p, (numbers.Real, np.ndarray)) and not isinstance(p, bool)]
+        if not all(np.all(np.isfinite(part)) for part in numeric):
             self.fail()
         return result
 
@@ -980,7 +989,7 @@ def _checked(fn, rules, result, namespace):
         unknown = set(needed) - set(names)
         if unknown:
             raise TypeError(f"rule {r.__name__} of {fn.__qualname__} names no parameter {sorted(unknown)}")
-    positional, known = len(names), frozenset(names)
+    positional, known = len(leading), frozenset(names)  # keyword-only parameters are never filled by position
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
@@ -989,7 +998,7 @@ def _checked(fn, rules, result, namespace):
             args, rest = args[:len(leading)], varargs[1](varargs[0], tuple(args[len(leading):]))
         if len(args) > positional or (kwargs and not extra and not kwargs.keys() <= known):
             return fn(*args, **kwargs)  # Python's own TypeError
-        values = dict(zip(names, args))
+        values = dict(zip(leading, args))
         options = {}
         for key, value in kwargs.items():
             if key in values:

@@ -28,8 +28,27 @@ from typing import Annotated, Callable
 import numpy as np
 
 from . import rope
-from ._contracts import (MAX_POSITION, Array, Count, EvenSize, Factor, Finite, Flag, Integer, OneOf, Positive,
-                         PositiveFrequencies, Real, Reals, Size, contract, entries, one_per_pair, ordered)
+from ._contracts import (
+    MAX_POSITION,
+    Array,
+    Count,
+    EvenSize,
+    Factor,
+    Finite,
+    Flag,
+    Integer,
+    NonNegativeReal,
+    OneOf,
+    Positive,
+    PositiveFrequencies,
+    Real,
+    Reals,
+    Size,
+    contract,
+    entries,
+    one_per_pair,
+    ordered,
+)
 
 __all__ = [
     "ROFORMER_BASE",
@@ -59,6 +78,8 @@ __all__ = [
     "llama3_bands",
     "longrope_attention_factor",
     "longrope",
+    "yarn_mscale",
+    "proportional",
     "METHODS",
     "frequencies",
 ]
@@ -125,16 +146,7 @@ def position_interpolation(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEX
     return Frequencies(rope.inv_freq(d, base) / s)
 
 
-def _new_base_is_finite(d, s, base) -> None:
-    try:
-        new_base = base * s ** (d / (d - 2))
-    except OverflowError:
-        new_base = math.inf
-    if not math.isfinite(new_base):
-        raise ValueError(f"s and base must give a finite new base b * s^(d/(d-2)); got s = {s}, base = {base}")
-
-
-@contract(_new_base_is_finite)
+@contract(result=Finite("s and base", "the new base b s^(d/(d-2)) overflows float64: use a smaller s or base"))
 def ntk_base(d: NtkWidth, s: Factor, base: Positive = ROFORMER_BASE) -> float:
     r"""NTK-aware new base ``b' = b * s^(d/(d-2))`` (bloc97 2023). Needs ``d >= 4``."""
     # b' = b s^(d/(d-2))
@@ -154,7 +166,7 @@ def ntk_per_pair(d: NtkWidth, s: Factor, base: Positive = ROFORMER_BASE) -> np.n
     return rope.inv_freq(d, base) * s ** (-2.0 * i / (d - 2))
 
 
-@contract(_HALF_D, _new_base_is_finite)
+@contract(_HALF_D)
 def ntk_aware(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = ROFORMER_BASE) -> Frequencies:
     r"""NTK-aware scaling: RoPE with base ``b' = b s^(d/(d-2))`` (bloc97 2023).
 
@@ -185,20 +197,8 @@ def dynamic_scale(current_length: Count, L: Size, factor: Factor | None = None) 
     return factor * max(current_length, L) / L - (factor - 1.0)
 
 
-def _dynamic_base_is_finite(d, s, L, base, current_length, hf_factor) -> None:
-    n = math.ceil(s * L) if current_length is None else current_length
-    s_dyn = dynamic_scale(n, L, hf_factor)
-    if not math.isfinite(s_dyn):
-        raise ValueError(f"hf_factor and current_length must give a finite scale, got {s_dyn}")
-    try:
-        _new_base_is_finite(d, s_dyn, base)
-    except ValueError as err:
-        raise ValueError(
-            f"current_length and hf_factor must give a scale small enough for a finite base, got {s_dyn:.6g}"
-        ) from err
-
-
-@contract(_HALF_D, _dynamic_base_is_finite)
+@contract(_HALF_D, result=Finite("s, current_length, hf_factor and base",
+                                  "the scale s_dyn or the new base b s_dyn^(d/(d-2)) overflows float64"))
 def dynamic_ntk(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = ROFORMER_BASE,
                 current_length: Count | None = None, hf_factor: Factor | None = None) -> Frequencies:
     r"""Dynamic NTK: NTK-aware scaling with the scale following the input length.
@@ -251,6 +251,21 @@ def yarn_attention_factor(s: Factor) -> float:
     """
     # sqrt(1/t) = 0.1 ln s + 1
     return 0.1 * math.log(s) + 1.0
+
+
+@contract
+def yarn_mscale(s: Factor, mscale: NonNegativeReal = 1.0) -> float:
+    r"""DeepSeek's generalisation of YaRN's temperature: ``0.1 mscale ln(s) + 1``, 1 at ``s = 1``.
+
+    DeepSeek-V2's ``yarn_get_mscale`` (DeepSeek-AI 2024; Hugging Face
+    ``_compute_yarn_parameters``): ``mscale = 1`` is :func:`yarn_attention_factor`. A
+    configuration with ``mscale`` and ``mscale_all_dim`` gets the attention factor
+    ``yarn_mscale(s, mscale) / yarn_mscale(s, mscale_all_dim)`` on ``cos`` and ``sin``,
+    and the DeepSeek family's attention multiplies its softmax scale by
+    ``yarn_mscale(s, mscale_all_dim)^2``.
+    """
+    # 0.1 mscale ln s + 1
+    return 0.1 * mscale * math.log(s) + 1.0
 
 
 @contract(_HALF_D, _RAMP_RISES)
@@ -404,7 +419,7 @@ def base_change(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT,
     return Frequencies(rope.inv_freq(d, base))
 
 
-_BANDS_ORDERED = ordered("low_freq_factor", "high_freq_factor")
+_BANDS_ORDERED = ordered("low_freq_factor", "high_freq_factor", strict=False)
 
 
 @contract(_HALF_D, _BANDS_ORDERED)
@@ -424,14 +439,17 @@ def llama3(d: EvenSize, s: Factor = 8.0, L: Size = LLAMA31_ORIGINAL_CONTEXT, bas
     500,000), as in the reference code and Hugging Face ``_compute_llama3_parameters``.
     Since ``L / lambda_i = r_i``, this is the paper's YaRN ramp with
     ``alpha = low_freq_factor``, ``beta = high_freq_factor`` and no temperature.
-    Shape ``(d/2,)``.
+    Equal factors (Llama 4: both 1) leave no blended band: every pair is kept or
+    interpolated (a wavelength exactly at ``L / low_freq_factor`` is kept). Shape
+    ``(d/2,)``.
     """
     theta = rope.inv_freq(d, base)
     bands = llama3_bands(d, L, base, low_freq_factor, high_freq_factor)
     # lambda_i = 2 pi / theta_i
     wavelen = 2.0 * np.pi / theta
-    # a = (L / lambda_i - low) / (high - low)
-    a = (L / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    # a = (L / lambda_i - low) / (high - low); equal factors leave no pair between the bands (Llama 4)
+    a = (L / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor) \
+        if high_freq_factor > low_freq_factor else np.ones_like(theta)
     # (1 - a) theta_i / s + a theta_i
     blended = (1.0 - a) * theta / s + a * theta
     # theta_i kept, theta_i / s interpolated, or blended, by band
@@ -474,8 +492,8 @@ def longrope_attention_factor(s: Factor, L: Annotated[int, Integer(2, why="ln L 
 
 @contract(_HALF_D, one_per_pair("short_factors", "long_factors"))
 def longrope(d: EvenSize, s: Factor = 1.0, L: Annotated[int, Integer(2, MAX_POSITION, why="ln L > 0")] = LLAMA2_CONTEXT,
-             base: Positive = ROFORMER_BASE, short_factors: Rescales | None = None,
-             long_factors: Rescales | None = None, current_length: Count | None = None) -> Frequencies:
+             base: Positive = ROFORMER_BASE, *, short_factors: Rescales, long_factors: Rescales,
+             current_length: Count | None = None) -> Frequencies:
     r"""LongRoPE: searched per-pair rescale factors (Ding et al. 2024).
 
     ``theta'_i = 1 / (lambda_i * base^(2i/d))`` with ``lambda = long_factors`` when the
@@ -492,6 +510,27 @@ def longrope(d: EvenSize, s: Factor = 1.0, L: Annotated[int, Integer(2, MAX_POSI
     factors = long_factors if n > L else short_factors
     # theta'_i = theta_i / lambda_i, with the attention factor sqrt(1 + ln s / ln L)
     return Frequencies(rope.inv_freq(d, base) / factors, longrope_attention_factor(s, L))
+
+
+def _pairs_in_head(d, rotated_pairs) -> None:
+    if rotated_pairs > d // 2:
+        raise ValueError(f"rotated_pairs must be at most d/2 = {d // 2} (the pairs of the head), got {rotated_pairs}")
+
+
+@contract(_HALF_D, _pairs_in_head)
+def proportional(d: EvenSize, rotated_pairs: Count, s: Factor = 1.0, base: Positive = ROFORMER_BASE) -> np.ndarray:
+    r"""Proportional RoPE (Gemma 4's global layers): the exponent over the whole head, on its first pairs.
+
+    ``theta_i = base^(-2i/d) / s`` for the first ``k = rotated_pairs`` pairs and 0
+    (no rotation) for the other ``d/2 - k``, where ``d`` is the whole head's width: the
+    rotated pairs keep the frequencies they would have in a fully rotated head, where
+    partial rotation (GPT-NeoX) recomputes them over the rotated width. Hugging Face
+    ``_compute_proportional_rope_parameters``. Shape ``(d/2,)``.
+    """
+    # theta_i / s for the first k pairs of the whole head
+    kept = rope.inv_freq(d, base)[:rotated_pairs] / s
+    # frequency 0 (no rotation) for the rest
+    return np.concatenate([kept, np.zeros(d // 2 - rotated_pairs)])
 
 
 # ---------------------------------------------------------------------------

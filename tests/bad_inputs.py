@@ -940,6 +940,10 @@ EXAMPLES: dict[str, Example] = {
         Case('beta < alpha', {'alpha': 40.0}, names=('alpha', 'beta')),
     ]),
     "scaling.yarn_attention_factor": Example(scaling.yarn_attention_factor, dict(s=8.0)),
+    "scaling.yarn_mscale": Example(scaling.yarn_mscale, dict(s=8.0, mscale=0.707)),
+    "scaling.proportional": Example(scaling.proportional, dict(d=D, rotated_pairs=2, s=2.0, base=10000.0), [
+        Case('rotated_pairs past the head', {'rotated_pairs': D // 2 + 1}),
+    ]),
     "scaling.yarn": Example(scaling.yarn, dict(d=D, s=8.0, L=4096, base=10000.0, alpha=1.0, beta=32.0)),
     "scaling.yarn_correction_range": Example(
         scaling.yarn_correction_range, dict(d=16, L=4096, base=10000.0, beta_fast=32.0, beta_slow=1.0, truncate=True), [

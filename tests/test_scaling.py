@@ -300,7 +300,6 @@ def test_every_method_plugs_into_the_torch_layer(method):
     (lambda: scaling.yarn_code(D, s=2.0, beta_fast=0.0), "beta_fast"),
     (lambda: scaling.llama3(D, low_freq_factor=4.0, high_freq_factor=1.0), "high_freq_factor"),
     (lambda: scaling.llama3(D, s=0.5), "s"),
-    (lambda: scaling.longrope(D, s=2.0, short_factors=np.ones(64)), "long_factors"),
     (lambda: scaling.longrope(D, s=2.0, short_factors=np.ones(63), long_factors=np.ones(64)), "short_factors"),
     (lambda: scaling.longrope(D, s=2.0, short_factors=np.ones(64), long_factors=np.ones(65)), "long_factors"),
     (lambda: scaling.longrope(D, s=2.0, short_factors=np.ones(64), long_factors=-np.ones(64)), "long_factors"),
@@ -349,3 +348,40 @@ def test_yarn_correction_range_edges():
     assert high - low == 1
     with pytest.raises(ValueError, match="base must"):
         scaling.yarn_correction_range(16, 4096, base=1.0)
+
+
+def test_longrope_factors_are_keyword_only_and_required():
+    """The signature says what the call needs: the two factor vectors, by name, no defaults."""
+    with pytest.raises(TypeError, match="long_factors"):
+        scaling.longrope(D, s=2.0, short_factors=np.ones(64))
+    with pytest.raises(TypeError):
+        scaling.longrope(D, 2.0, 4096, 10000.0, np.ones(64), np.ones(64))
+
+
+def test_yarn_mscale_generalises_the_temperature():
+    """DeepSeek's yarn_get_mscale: 1 at s = 1, YaRN's 0.1 ln s + 1 at mscale = 1, linear in mscale."""
+    assert scaling.yarn_mscale(1.0, 0.707) == 1.0
+    assert scaling.yarn_mscale(40.0) == pytest.approx(scaling.yarn_attention_factor(40.0), rel=1e-15)
+    assert scaling.yarn_mscale(40.0, 0.707) == pytest.approx(0.1 * 0.707 * math.log(40.0) + 1.0, rel=1e-15)
+    assert scaling.yarn_mscale(40.0, 0.0) == 1.0
+
+
+def test_proportional_keeps_the_whole_head_exponent_on_its_first_pairs():
+    """Gemma 4's proportional RoPE: theta_i = base^(-2i/d) / s on k pairs, 0 on the rest; not partial RoPE."""
+    got = scaling.proportional(512, 64, s=1.0, base=1e6)
+    assert got.shape == (256,) and np.all(got[64:] == 0.0)
+    np.testing.assert_array_equal(got[:64], rope.inv_freq(512, 1e6)[:64])
+    assert not np.allclose(got[:64], rope.inv_freq(128, 1e6))  # partial rotation over 128 would differ
+    np.testing.assert_array_equal(scaling.proportional(512, 64, s=8.0, base=1e6)[:64], got[:64] / 8.0)
+    with pytest.raises(ValueError, match="rotated_pairs must be at most d/2 = 256"):
+        scaling.proportional(512, 257)
+
+
+def test_llama3_with_equal_band_factors_has_no_blended_band():
+    """Llama 4 sets low_freq_factor = high_freq_factor = 1: each pair is kept or divided by s, none blended."""
+    theta = rope.inv_freq(128, 500_000.0)
+    got = scaling.llama3(128, 16.0, 8192, 500_000.0, 1.0, 1.0).inv_freq
+    long = 2.0 * np.pi / theta > 8192
+    np.testing.assert_array_equal(got[long], theta[long] / 16.0)
+    np.testing.assert_array_equal(got[~long], theta[~long])
+    assert 0 < long.sum() < 64

@@ -9,13 +9,12 @@ and :func:`config_extension` measures a configuration on chapter 6's trained ran
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Annotated
 
 import numpy as np
 
-from .. import mrope, rope
+from .. import mrope, rope, scaling
 from .._contracts import Count, InstanceOf, Positions, Vectors, contract, entries
 from ..rope import Layout
 from ..trained_range import Extension
@@ -78,11 +77,12 @@ def frequencies_at(config: Config, seq_len: Count, layer_type: LayerType | None 
                              proportional=settings.rope_type == "proportional", axes=axes)
 
 
-def _is_dynamic(config, layer_type) -> None:
-    rope_type = _quietly(config, layer_type).rope_type
-    if rope_type != "dynamic":
+def _dynamic(settings: RopeSettings) -> RopeSettings:
+    """``settings``, which must be of rope type ``dynamic``."""
+    if settings.rope_type != "dynamic":
         raise ValueError(f"config must have rope_type 'dynamic' (DynamicNTKState follows dynamic NTK scaling), "
-                         f"got {rope_type!r}")
+                         f"got {settings.rope_type!r}")
+    return settings
 
 
 class DynamicNTKState:
@@ -99,9 +99,10 @@ class DynamicNTKState:
     its own: :func:`frequencies_at` gives the library's formula with a fresh state.
     """
 
-    @contract(_is_dynamic)
+    @contract
     def __init__(self, config: Config, layer_type: LayerType | None = None):
-        self.settings = _settings(config, layer_type)
+        # the configuration, read once; only a dynamic one has this state
+        self.settings = _dynamic(_settings(config, layer_type))
         self.original_length = self.settings.max_position_embeddings
         self.longest = self.original_length
         self._original = frequencies_at(self.settings, self.original_length)
@@ -255,20 +256,21 @@ def softmax_scale_factor(config: Config, layer_type: LayerType | None = None) ->
     if not effect or s <= 1.0:
         return 1.0
     # (0.1 mscale_all_dim ln s + 1)^2
-    return (0.1 * effect[0].value * math.log(s) + 1.0) ** 2
+    return scaling.yarn_mscale(s, effect[0].value) ** 2
 
 
-def _trained_range(config, context, trained_length, layer_type) -> None:
-    settings = _quietly(config, layer_type)
-    L = trained_length if trained_length is not None else (settings.original_length
-                                                           or settings.max_position_embeddings)
+def _trained_length(settings: RopeSettings, context: int, trained_length: int | None) -> int:
+    """``trained_length``, else the length the settings scale from, else ``max_position_embeddings``;
+    ``context`` must be at least that long."""
+    L = trained_length or settings.original_length or settings.max_position_embeddings
     if L is None:
         raise ValueError("trained_length must be given: the configuration names no training length")
     if context < L:
         raise ValueError(f"context must be at least the trained length (trained_length {L}), got {context}")
+    return L
 
 
-@contract(_trained_range)
+@contract
 def config_extension(config: Config, context: Count, trained_length: Count | None = None,
                      layer_type: LayerType | None = None) -> Extension:
     r"""The quantities of chapter 6's context-extension figure
@@ -284,7 +286,7 @@ def config_extension(config: Config, context: Count, trained_length: Count | Non
     range (:func:`companion.trained_range.out_of_range`) and their count.
     """
     settings = _settings(config, layer_type)
-    L = trained_length or settings.original_length or settings.max_position_embeddings
+    L = _trained_length(settings, context, trained_length)
     used = frequencies_at(settings, context)
     # the rotating pairs, and the unscaled frequencies of the same base and rotated size
     scaled = used.inv_freq[used.inv_freq > 0]

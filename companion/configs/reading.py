@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Annotated, Mapping
 
-
 from .._contracts import (
     Array,
     Boolean,

@@ -9,13 +9,10 @@ of :mod:`companion.scaling`; an entry only maps the library's keys to its argume
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-import numpy as np
-
-from .. import rope, scaling
+from .. import scaling
 from .._contracts import Integer, Real, ordered
 
 if TYPE_CHECKING:  # for the annotation of RopeType.compute only: reading imports this module
@@ -148,7 +145,7 @@ def _yarn_attention_factor(p) -> float:
         return 1.0
     if p.get("mscale") and p.get("mscale_all_dim"):
         # (0.1 mscale ln s + 1) / (0.1 mscale_all_dim ln s + 1)
-        return (0.1 * p["mscale"] * math.log(s) + 1.0) / (0.1 * p["mscale_all_dim"] * math.log(s) + 1.0)
+        return scaling.yarn_mscale(s, p["mscale"]) / scaling.yarn_mscale(s, p["mscale_all_dim"])
     return scaling.yarn_attention_factor(s)
 
 
@@ -171,8 +168,8 @@ def _longrope_parameters(c: _Entry) -> dict:
 
 def _longrope(settings, n):
     p, L = settings.parameters, settings.parameters["original_max_position_embeddings"]
-    inv = scaling.longrope(settings.rotary_dim, 1.0, L, settings.base, p["short_factor"], p["long_factor"],
-                           current_length=n).inv_freq
+    inv = scaling.longrope(settings.rotary_dim, 1.0, L, settings.base, short_factors=p["short_factor"],
+                           long_factors=p["long_factor"], current_length=n).inv_freq
     # sqrt(1 + ln s / ln L), 1 when the factor is at most 1
     factor = p.get("attention_factor", 1.0 if p["factor"] <= 1.0 else scaling.longrope_attention_factor(p["factor"], L))
     return inv, factor
@@ -187,15 +184,9 @@ _BANDS = ordered("low_freq_factor", "high_freq_factor", strict=False)
 
 
 def _llama3(settings, n):
-    d, base, p = settings.rotary_dim, settings.base, settings.parameters
-    L, s = p["original_max_position_embeddings"], p["factor"]
-    low, high = p["low_freq_factor"], p["high_freq_factor"]
-    if high > low:
-        return scaling.llama3(d, s, L, base, low, high).inv_freq, 1.0
-    theta = scaling.unscaled(d, 1.0, L, base).inv_freq
-    interpolated = scaling.position_interpolation(d, s, L, base).inv_freq
-    # theta_i / s where the wavelength exceeds L / low, theta_i elsewhere
-    return np.where(2.0 * np.pi / theta > L / low, interpolated, theta), 1.0
+    p = settings.parameters
+    return scaling.llama3(settings.rotary_dim, p["factor"], p["original_max_position_embeddings"], settings.base,
+                          p["low_freq_factor"], p["high_freq_factor"]).inv_freq, 1.0
 
 
 # proportional: the exponent over the whole head, on the first pairs only (Gemma 4)
@@ -208,19 +199,15 @@ def _proportional_parameters(c: _Entry) -> dict:
 
 
 def _proportional(settings, n):
-    k = settings.parameters["rotated_pairs"]
-    # theta_i = base^(-2i/head_dim) / factor for the first k pairs
-    kept = scaling.position_interpolation(settings.head_dim, settings.parameters["factor"],
-                                          base=settings.base).inv_freq[:k]
-    # frequency 0 (no rotation) for the rest
-    return np.concatenate([kept, np.zeros(settings.head_dim // 2 - k)]), 1.0
+    # theta_i = base^(-2i/head_dim) / factor for the first k pairs, 0 for the rest
+    return scaling.proportional(settings.head_dim, settings.parameters["rotated_pairs"],
+                                settings.parameters["factor"], settings.base), 1.0
 
 
 # ntk_alpha: Hunyuan's static NTK-aware base, the same at every length
 def _ntk_alpha(settings, n):
-    d, alpha = settings.rotary_dim, settings.parameters["alpha"]
     # theta_i = (base alpha^(d/(d-2)))^(-2i/d)
-    return rope.inv_freq(d, settings.base * alpha ** (d / (d - 2))), 1.0
+    return scaling.ntk_aware(settings.rotary_dim, settings.parameters["alpha"], base=settings.base).inv_freq, 1.0
 
 
 #: The rope types the library (Transformers 5) computes, plus ``default``: one entry each.
