@@ -38,6 +38,7 @@ from ._contracts import (
 )
 
 __all__ = [
+    "BASE",
     "frequencies",
     "wavelengths",
     "sinusoidal",
@@ -49,8 +50,13 @@ __all__ = [
     "perplexity",
 ]
 
+#: The base of the sinusoid, 10000 (Vaswani et al. 2017, section 3.5), which RoPE kept
+#: (Su et al. 2021; Llama 1 and 2): the default base of every function of the package.
+BASE = 10_000.0
+
+
 @contract(entries("d / 2", lambda d: d // 2))
-def frequencies(d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
+def frequencies(d: EvenSize, base: Positive = BASE) -> np.ndarray:
     r"""Angular frequency of each pair of components.
 
     .. math:: \omega_i = \text{base}^{-2i/d}, \qquad i = 0, \dots, d/2 - 1 .
@@ -74,7 +80,7 @@ def frequencies(d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
 
 
 @contract(entries("d / 2", lambda d: d // 2))
-def wavelengths(d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
+def wavelengths(d: EvenSize, base: Positive = BASE) -> np.ndarray:
     r"""Wavelength, in tokens, of each pair of components.
 
     .. math:: \lambda_i = \frac{2\pi}{\omega_i} = 2\pi\,\text{base}^{2i/d} .
@@ -88,7 +94,7 @@ def wavelengths(d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
 
 
 @contract(entries("positions.size * d", lambda positions, d: positions.size * d))
-def sinusoidal(positions: Positions, d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
+def sinusoidal(positions: Positions, d: EvenSize, base: Positive = BASE) -> np.ndarray:
     r"""Sinusoidal position vectors of Vaswani et al. (2017).
 
     .. math::
@@ -117,7 +123,7 @@ def sinusoidal(positions: Positions, d: EvenSize, base: Positive = 10000.0) -> n
 
 
 @contract(entries("d * d", lambda d: d * d))
-def rotation_for_offset(k: Offset, d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
+def rotation_for_offset(k: Offset, d: EvenSize, base: Positive = BASE) -> np.ndarray:
     r"""The fixed linear map that moves a sinusoid ``k`` positions on.
 
     .. math::
@@ -161,7 +167,7 @@ def rotation_for_offset(k: Offset, d: EvenSize, base: Positive = 10000.0) -> np.
 
 @contract(broadcast("m", "n"), entries("m.size * d", lambda m, d: m.size * d),
           entries("n.size * d", lambda n, d: n.size * d))
-def position_dot_products(m: Positions, n: Positions, d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
+def position_dot_products(m: Positions, n: Positions, d: EvenSize, base: Positive = BASE) -> np.ndarray:
     r"""Dot products :math:`PE(m) \cdot PE(n)` of sinusoidal position vectors.
 
     .. math::
@@ -182,7 +188,7 @@ def position_dot_products(m: Positions, n: Positions, d: EvenSize, base: Positiv
 
 @contract(entries("k.size * d / 2", lambda k, d: k.size * (d // 2)))
 def dot_product_at_distance(k: Annotated[np.ndarray, WholeNumbers(signed=True)], d: EvenSize,
-                            base: Positive = 10000.0) -> np.ndarray:
+                            base: Positive = BASE) -> np.ndarray:
     r"""Closed form of :math:`PE(m)\cdot PE(m + k)`: :math:`\sum_i \cos(\omega_i k)`.
 
     Vaswani et al. (2017) sinusoids; ``k`` is an integer distance of any sign and any
@@ -251,7 +257,7 @@ def _shifted_positions(m, k) -> None:
 
 @contract(square("M", even=True), _shifted_positions, entries("m.size * d", lambda m, M: m.size * M.shape[0]),
           result=Finite("M's entries", "the score overflows float64: scale M down"))
-def position_score(m: Positions, k: Offset, M: Matrix, base: Positive = 10000.0) -> np.ndarray:
+def position_score(m: Positions, k: Offset, M: Matrix, base: Positive = BASE) -> np.ndarray:
     r"""Position-position score :math:`PE(m)^{\mathsf T} M\, PE(m + k)` at a fixed distance.
 
     For :math:`M = I` this is :func:`dot_product_at_distance` and does not depend on

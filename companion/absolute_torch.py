@@ -12,7 +12,7 @@ from typing import Annotated
 import torch
 from torch import nn
 
-from . import _tensors
+from . import _tensors, absolute
 from ._contracts import EvenSize, Positive, Size, contract, entries
 from ._tensors import TensorPositions, TorchDtype
 
@@ -29,7 +29,7 @@ class SinusoidalPositions(nn.Module):
     """
 
     @contract
-    def __init__(self, d: EvenSize, base: Positive = 10000.0):
+    def __init__(self, d: EvenSize, base: Positive = absolute.BASE):
         super().__init__()
         self.d = d
         self.base = base

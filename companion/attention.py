@@ -23,9 +23,26 @@ from typing import Annotated
 
 import numpy as np
 
-from ._contracts import (Array, Finite, Integer, Mask, Matrix, Sequences, Size, WholeNumbers, contract, entries,
-                         keys_after_queries, leading_dims_broadcast, mask_and_bias_fit, permutation, rows_fit, rule,
-                         same_last_dim, same_size)
+from ._contracts import (
+    Array,
+    Finite,
+    Integer,
+    Mask,
+    Matrix,
+    Sequences,
+    Size,
+    WholeNumbers,
+    contract,
+    entries,
+    keys_after_queries,
+    leading_dims_broadcast,
+    mask_and_bias_fit,
+    permutation,
+    rows_fit,
+    rule,
+    same_last_dim,
+    same_size,
+)
 
 __all__ = [
     "softmax",

@@ -11,7 +11,6 @@ import numpy as np
 
 from . import alibi, checks, relative
 
-
 # --- chapter 2: T5 buckets ---------------------------------------------------------------
 
 def t5_bucket_variant(relative_position, bidirectional: bool = True, num_buckets: int = 32,

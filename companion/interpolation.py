@@ -23,9 +23,23 @@ from typing import Annotated
 
 import numpy as np
 
-from . import rope
-from ._contracts import (Array, Contents, Distances, EvenSize, Finite, NonNegativeReal, OneOf,
-                         Positive, PositiveFrequencies, Real, Reals, contract, entries, same_shape)
+from . import absolute, rope
+from ._contracts import (
+    Array,
+    Contents,
+    Distances,
+    EvenSize,
+    Finite,
+    NonNegativeReal,
+    OneOf,
+    Positive,
+    PositiveFrequencies,
+    Real,
+    Reals,
+    contract,
+    entries,
+    same_shape,
+)
 
 __all__ = [
     "score_curve",
@@ -125,7 +139,7 @@ def interpolation_error_bound(h: Contents, inv_freq: PositiveFrequencies, spacin
 
 @contract(entries("distances.size * d / 2", lambda distances, d: distances.size * (d // 2)))
 def pi_bound_ratio(distances: Distances, d: EvenSize = 128,
-                   base: Annotated[float, Real(gt=1.0, why="ln base > 0 for the bounds")] = 10_000.0,
+                   base: Annotated[float, Real(gt=1.0, why="ln base > 0 for the bounds")] = absolute.BASE,
                    constant: Annotated[str, OneOf("exact", "paper")] = "exact") -> np.ndarray:
     r"""Extrapolation bound over interpolation bound, per unit ``max_j |h_j|`` (Chen et al. 2023).
 

@@ -38,10 +38,23 @@ from typing import Annotated
 
 import numpy as np
 
+from . import absolute
 from . import nope as _nope
 from . import scaling as _scaling
-from ._contracts import (Array, Count, EvenSize, Factor, Flag, InstanceOf, Integer, NonNegativeReal, Positive, Size,
-                         contract, entries)
+from ._contracts import (
+    Array,
+    Count,
+    EvenSize,
+    Factor,
+    Flag,
+    InstanceOf,
+    Integer,
+    NonNegativeReal,
+    Positive,
+    Size,
+    contract,
+    entries,
+)
 from .attention import causal_mask as _causal_mask
 
 __all__ = [
@@ -114,7 +127,7 @@ def _plans_are_layer_plans(plans) -> None:
 
 
 @contract
-def gemma2(n_layers: Layers, window: Size = 4096, base: Positive = 10_000.0) -> list[LayerPlan]:
+def gemma2(n_layers: Layers, window: Size = 4096, base: Positive = absolute.BASE) -> list[LayerPlan]:
     r"""Gemma 2: local (sliding-window) and global layers alternate, the local one first; one base for all.
 
     Layer ``l`` is local when ``(l + 1) mod 2 != 0`` (Transformers' ``Gemma2Config.layer_types``).
@@ -124,7 +137,7 @@ def gemma2(n_layers: Layers, window: Size = 4096, base: Positive = 10_000.0) -> 
 
 
 @contract
-def gemma3(n_layers: Layers, every: Period = 6, window: Size = 1024, local_base: Positive = 10_000.0,
+def gemma3(n_layers: Layers, every: Period = 6, window: Size = 1024, local_base: Positive = absolute.BASE,
            global_base: Positive = 1_000_000.0, global_factor: Factor = 8.0) -> list[LayerPlan]:
     r"""Gemma 3: ``every - 1`` local layers (window, ``local_base``) then one global layer (``global_base``, ``/ global_factor``).
 
@@ -175,7 +188,7 @@ def smollm3(n_layers: Layers, nope_every: Count = 4, base: Positive = 5_000_000.
 
 
 @contract
-def rnope_swa(n_layers: Layers, every: Period = 4, window: Size = 4096, base: Positive = 10_000.0) -> list[LayerPlan]:
+def rnope_swa(n_layers: Layers, every: Period = 4, window: Size = 4096, base: Positive = absolute.BASE) -> list[LayerPlan]:
     r"""RNoPE-SWA: sliding-window layers with RoPE, and every ``every``-th layer global without positions.
 
     Yang et al. (2025); the pattern of Transformers' ``Cohere2Config`` (``sliding_window_pattern

@@ -52,10 +52,27 @@ from typing import Annotated
 
 import numpy as np
 
+from . import absolute
 from . import rope as _rope
-from ._contracts import (MAX_POSITION, Frequencies, InstanceOf, Integer, OneOf, Positions, Positive,
-                         PositiveCounts, Size, Vectors, WholeNumbers, contract, entries, limit, multiples,
-                         pairs_fit, same_shape)
+from ._contracts import (
+    MAX_POSITION,
+    Frequencies,
+    InstanceOf,
+    Integer,
+    OneOf,
+    Positions,
+    Positive,
+    PositiveCounts,
+    Size,
+    Vectors,
+    WholeNumbers,
+    contract,
+    entries,
+    limit,
+    multiples,
+    pairs_fit,
+    same_shape,
+)
 
 __all__ = [
     "AXES",
@@ -318,7 +335,7 @@ def multimodal_positions(segments: Segments, spatial_merge_size: Size = 1) -> tu
 # ---------------------------------------------------------------------------
 
 @contract
-def axial_inv_freq(d: AxialWidth, base: Positive = 10000.0) -> np.ndarray:
+def axial_inv_freq(d: AxialWidth, base: Positive = absolute.BASE) -> np.ndarray:
     r"""Frequencies of axial 2-D RoPE for a ``d``-wide head: ``(theta, theta)`` with ``theta_j = base^(-2j/(d/2))``.
 
     Each axis gets the frequencies of a ``d/2``-wide head (``j < d/4``): the first ``d/4``

@@ -20,9 +20,27 @@ from typing import Annotated, NamedTuple
 
 import numpy as np
 
-from ._contracts import (MAX_POSITION, Anything, Array, Count, Finite, Flag, Integer, NonNegativeReal,
-                         Positions, Positive, Real, Reals, Seed, Size, WholeNumbers, broadcast, contract, entries,
-                         limit)
+from ._contracts import (
+    MAX_POSITION,
+    Anything,
+    Array,
+    Count,
+    Finite,
+    Flag,
+    Integer,
+    NonNegativeReal,
+    Positions,
+    Positive,
+    Real,
+    Reals,
+    Seed,
+    Size,
+    WholeNumbers,
+    broadcast,
+    contract,
+    entries,
+    limit,
+)
 from .attention import causal_mask, self_attention
 
 __all__ = [

@@ -25,8 +25,20 @@ import numpy as np
 import torch
 
 from . import rope
-from ._contracts import (Array, Frequencies, NonNegative, OneOf, Positions, Sequences, broadcast_to_leading, contract,
-                         entries, pairs_fit, rule, same_shape)
+from ._contracts import (
+    Array,
+    Frequencies,
+    NonNegative,
+    OneOf,
+    Positions,
+    Sequences,
+    broadcast_to_leading,
+    contract,
+    entries,
+    pairs_fit,
+    rule,
+    same_shape,
+)
 
 __all__ = [
     "DTYPES",

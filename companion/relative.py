@@ -19,6 +19,7 @@ from typing import Annotated, NamedTuple
 
 import numpy as np
 
+from . import absolute
 from ._contracts import (
     MAX_ENTRIES,
     Array,
@@ -205,7 +206,7 @@ class XLTerms(NamedTuple):
 
 
 @contract(entries("distances.size * d", lambda distances, d: distances.size * d))
-def signed_sinusoid(distances: Integers, d: EvenSize, base: Positive = 10000.0) -> np.ndarray:
+def signed_sinusoid(distances: Integers, d: EvenSize, base: Positive = absolute.BASE) -> np.ndarray:
     r"""Sinusoid of a distance of either sign: :math:`R_t`, ``t`` any integer.
 
     .. math:: (R_t)_{2i} = \sin(\omega_i t), \qquad (R_t)_{2i+1} = \cos(\omega_i t),
@@ -234,7 +235,7 @@ def _sinusoid_rows(w_kr) -> None:
           entries("(n_queries + n_keys) * d_r", lambda e_q, e_k, w_kr: (e_q.shape[0] + e_k.shape[0]) * w_kr.shape[0]),
           entries("n_queries * n_keys", lambda e_q, e_k: e_q.shape[0] * e_k.shape[0]))
 def transformer_xl_terms(e_q: Matrix, e_k: Matrix, w_q: Matrix, w_ke: Matrix, w_kr: Matrix, u: Vector, v: Vector,
-                         base: Positive = 10000.0) -> XLTerms:
+                         base: Positive = absolute.BASE) -> XLTerms:
     r"""The four terms of the Transformer-XL relative score (Dai et al. 2019, section 3.3).
 
     .. math::

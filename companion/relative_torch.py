@@ -13,7 +13,7 @@ from typing import Annotated
 import torch
 from torch import nn
 
-from . import _tensors
+from . import _tensors, absolute
 from ._contracts import (
     EvenSize,
     Flag,
@@ -124,7 +124,7 @@ class TransformerXLScores(nn.Module):
     """
 
     @contract(entries("d_model * d_head", lambda d_model, d_head: d_model * d_head))
-    def __init__(self, d_model: EvenSize, d_head: Size, base: Positive = 10000.0):
+    def __init__(self, d_model: EvenSize, d_head: Size, base: Positive = absolute.BASE):
         super().__init__()
         self.d_model = d_model
         self.d_head = d_head

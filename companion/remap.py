@@ -40,8 +40,22 @@ from typing import Annotated
 import numpy as np
 
 from . import rope as _rope
-from ._contracts import (MAX_POSITION, Array, Factor, Frequencies, Integer, Matrix, Positions, Size, contract,
-                         entries, limit, ordered, pairs_fit, same_size)
+from ._contracts import (
+    MAX_POSITION,
+    Array,
+    Factor,
+    Frequencies,
+    Integer,
+    Matrix,
+    Positions,
+    Size,
+    contract,
+    entries,
+    limit,
+    ordered,
+    pairs_fit,
+    same_size,
+)
 
 __all__ = [
     "rerope_distance",

@@ -65,7 +65,6 @@ from .attention import scaled_dot_product_attention
 
 __all__ = [
     "LAYOUTS",
-    "DEFAULT_BASE",
     "inv_freq",
     "angles",
     "pair_indices",
@@ -87,8 +86,6 @@ __all__ = [
 
 #: The two pair layouts in use: adjacent pairs (2i, 2i+1), split halves (i, i + d/2).
 LAYOUTS = ("adjacent", "split")
-#: The base of RoFormer, Llama 1 and Llama 2.
-DEFAULT_BASE = 10000.0
 
 #: A pair layout, one of :data:`LAYOUTS`.
 Layout = Annotated[str, OneOf(*LAYOUTS)]
@@ -105,7 +102,7 @@ def _angles_fit(positions: str):
 # ---------------------------------------------------------------------------
 
 @contract(entries("d / 2", lambda d: d // 2))
-def inv_freq(d: EvenSize, base: Positive = DEFAULT_BASE) -> np.ndarray:
+def inv_freq(d: EvenSize, base: Positive = absolute.BASE) -> np.ndarray:
     r"""The rotation frequencies ``theta_i = base^(-2i/d)``, ``i = 0 .. d/2 - 1``.
 
     Su et al. (2021), eq. (15), with ``base = 10000``. Pair 0 turns 1 rad per

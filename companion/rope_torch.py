@@ -15,7 +15,7 @@ from typing import Annotated
 import torch
 from torch import nn
 
-from . import rope
+from . import absolute, rope
 from ._contracts import (
     EvenSize,
     Frequencies,
@@ -63,7 +63,7 @@ class RotaryEmbedding(nn.Module):
     """
 
     @contract(entries("d / 2", lambda d: d // 2), one_per_pair("inv_freq", required=False))
-    def __init__(self, d: EvenSize, inv_freq: Frequencies | None = None, base: Positive = rope.DEFAULT_BASE,
+    def __init__(self, d: EvenSize, inv_freq: Frequencies | None = None, base: Positive = absolute.BASE,
                  layout: Layout = "adjacent", attention_factor: Positive = 1.0):
         super().__init__()
         self.d = d

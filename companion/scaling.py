@@ -27,7 +27,7 @@ from typing import Annotated, Callable
 
 import numpy as np
 
-from . import rope
+from . import absolute, rope
 from ._contracts import (
     MAX_POSITION,
     Array,
@@ -51,7 +51,6 @@ from ._contracts import (
 )
 
 __all__ = [
-    "ROFORMER_BASE",
     "CODE_LLAMA_BASE",
     "LLAMA3_BASE",
     "LLAMA2_CONTEXT",
@@ -84,8 +83,6 @@ __all__ = [
     "frequencies",
 ]
 
-#: Su et al. (2021); Llama 1 and 2
-ROFORMER_BASE = 10_000.0
 #: Roziere et al. (2023), Code Llama
 CODE_LLAMA_BASE = 1_000_000.0
 #: Llama 3 (Meta, 2024)
@@ -124,7 +121,7 @@ class Frequencies:
 # ---------------------------------------------------------------------------
 
 @contract(_HALF_D)
-def unscaled(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = ROFORMER_BASE) -> Frequencies:
+def unscaled(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = absolute.BASE) -> Frequencies:
     r"""No scaling: ``theta_i = base^(-2i/d)`` whatever the length (Su et al. 2021).
 
     ``s`` and ``L`` are accepted (and validated) only for the common signature.
@@ -135,7 +132,7 @@ def unscaled(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Posit
 
 @contract(_HALF_D)
 def position_interpolation(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT,
-                           base: Positive = ROFORMER_BASE) -> Frequencies:
+                           base: Positive = absolute.BASE) -> Frequencies:
     r"""Position Interpolation: ``theta'_i = theta_i / s`` (Chen et al. 2023).
 
     Same as feeding positions ``m / s``: a context of ``s L`` is squeezed into the
@@ -147,14 +144,14 @@ def position_interpolation(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEX
 
 
 @contract(result=Finite("s and base", "the new base b s^(d/(d-2)) overflows float64: use a smaller s or base"))
-def ntk_base(d: NtkWidth, s: Factor, base: Positive = ROFORMER_BASE) -> float:
+def ntk_base(d: NtkWidth, s: Factor, base: Positive = absolute.BASE) -> float:
     r"""NTK-aware new base ``b' = b * s^(d/(d-2))`` (bloc97 2023). Needs ``d >= 4``."""
     # b' = b s^(d/(d-2))
     return base * s ** (d / (d - 2))
 
 
 @contract(_HALF_D)
-def ntk_per_pair(d: NtkWidth, s: Factor, base: Positive = ROFORMER_BASE) -> np.ndarray:
+def ntk_per_pair(d: NtkWidth, s: Factor, base: Positive = absolute.BASE) -> np.ndarray:
     r"""NTK-aware frequencies written per pair: ``theta'_i = theta_i * s^(-2i/(d-2))``.
 
     Identical to ``base^(-2i/d)`` with the base of :func:`ntk_base` (bloc97 2023):
@@ -167,7 +164,7 @@ def ntk_per_pair(d: NtkWidth, s: Factor, base: Positive = ROFORMER_BASE) -> np.n
 
 
 @contract(_HALF_D)
-def ntk_aware(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = ROFORMER_BASE) -> Frequencies:
+def ntk_aware(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = absolute.BASE) -> Frequencies:
     r"""NTK-aware scaling: RoPE with base ``b' = b s^(d/(d-2))`` (bloc97 2023).
 
     ``theta'_i = b'^(-2i/d) = theta_i s^(-2i/(d-2))``. Named after neural-tangent-
@@ -199,7 +196,7 @@ def dynamic_scale(current_length: Count, L: Size, factor: Factor | None = None) 
 
 @contract(_HALF_D, result=Finite("s, current_length, hf_factor and base",
                                   "the scale s_dyn or the new base b s_dyn^(d/(d-2)) overflows float64"))
-def dynamic_ntk(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = ROFORMER_BASE,
+def dynamic_ntk(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = absolute.BASE,
                 current_length: Count | None = None, hf_factor: Factor | None = None) -> Frequencies:
     r"""Dynamic NTK: NTK-aware scaling with the scale following the input length.
 
@@ -269,7 +266,7 @@ def yarn_mscale(s: Factor, mscale: NonNegativeReal = 1.0) -> float:
 
 
 @contract(_HALF_D, _RAMP_RISES)
-def yarn(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = ROFORMER_BASE,
+def yarn(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = absolute.BASE,
          alpha: Positive = 1.0, beta: Positive = 32.0) -> Frequencies:
     r"""YaRN as defined in the paper (Peng, Quesnelle, Fan, Shippole, ICLR 2024).
 
@@ -302,7 +299,7 @@ _FAST_ABOVE_SLOW = ordered("beta_slow", "beta_fast", strict=False, why=": it is 
 
 
 @contract(_FAST_ABOVE_SLOW)
-def yarn_correction_range(d: EvenSize, L: Size, base: BaseAboveOne = ROFORMER_BASE, beta_fast: Positive = 32.0,
+def yarn_correction_range(d: EvenSize, L: Size, base: BaseAboveOne = absolute.BASE, beta_fast: Positive = 32.0,
                           beta_slow: Positive = 1.0, truncate: Flag = True) -> tuple[float, float]:
     r"""The pair-index range ``(low, high)`` of the shipped YaRN ramp.
 
@@ -328,7 +325,7 @@ def yarn_correction_range(d: EvenSize, L: Size, base: BaseAboveOne = ROFORMER_BA
 
 
 @contract(_HALF_D, _FAST_ABOVE_SLOW)
-def yarn_code_ramp(d: EvenSize, L: Size, base: BaseAboveOne = ROFORMER_BASE, beta_fast: Positive = 32.0,
+def yarn_code_ramp(d: EvenSize, L: Size, base: BaseAboveOne = absolute.BASE, beta_fast: Positive = 32.0,
                    beta_slow: Positive = 1.0, truncate: Flag = True) -> np.ndarray:
     r"""The shipped ramp as a fraction of the original frequency kept, per pair.
 
@@ -346,7 +343,7 @@ def yarn_code_ramp(d: EvenSize, L: Size, base: BaseAboveOne = ROFORMER_BASE, bet
 
 
 @contract(_HALF_D, _FAST_ABOVE_SLOW)
-def yarn_code(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: BaseAboveOne = ROFORMER_BASE,
+def yarn_code(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: BaseAboveOne = absolute.BASE,
               beta_fast: Positive = 32.0, beta_slow: Positive = 1.0, truncate: Flag = True) -> Frequencies:
     r"""YaRN as the authors' code and common libraries ship it.
 
@@ -384,7 +381,7 @@ class YarnCurves:
 
 
 @contract(_HALF_D, _RAMP_RISES)
-def yarn_curves(d: EvenSize = 128, s: Factor = 8.0, L: Size = LLAMA2_CONTEXT, base: BaseAboveOne = ROFORMER_BASE,
+def yarn_curves(d: EvenSize = 128, s: Factor = 8.0, L: Size = LLAMA2_CONTEXT, base: BaseAboveOne = absolute.BASE,
                 alpha: Positive = 1.0, beta: Positive = 32.0) -> YarnCurves:
     r"""Both YaRN ramps and frequency vectors, for plotting side by side.
 
@@ -492,7 +489,7 @@ def longrope_attention_factor(s: Factor, L: Annotated[int, Integer(2, why="ln L 
 
 @contract(_HALF_D, one_per_pair("short_factors", "long_factors"))
 def longrope(d: EvenSize, s: Factor = 1.0, L: Annotated[int, Integer(2, MAX_POSITION, why="ln L > 0")] = LLAMA2_CONTEXT,
-             base: Positive = ROFORMER_BASE, *, short_factors: Rescales, long_factors: Rescales,
+             base: Positive = absolute.BASE, *, short_factors: Rescales, long_factors: Rescales,
              current_length: Count | None = None) -> Frequencies:
     r"""LongRoPE: searched per-pair rescale factors (Ding et al. 2024).
 
@@ -518,7 +515,7 @@ def _pairs_in_head(d, rotated_pairs) -> None:
 
 
 @contract(_HALF_D, _pairs_in_head)
-def proportional(d: EvenSize, rotated_pairs: Count, s: Factor = 1.0, base: Positive = ROFORMER_BASE) -> np.ndarray:
+def proportional(d: EvenSize, rotated_pairs: Count, s: Factor = 1.0, base: Positive = absolute.BASE) -> np.ndarray:
     r"""Proportional RoPE (Gemma 4's global layers): the exponent over the whole head, on its first pairs.
 
     ``theta_i = base^(-2i/d) / s`` for the first ``k = rotated_pairs`` pairs and 0

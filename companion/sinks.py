@@ -32,8 +32,23 @@ from typing import Annotated
 import numpy as np
 
 from . import attention as _attention
-from ._contracts import (Array, Finite, Mask, NonNegative, Real, Sequences, Size, broadcast_to_leading,
-                         contract, entries, leading_dims_broadcast, mask_and_bias_fit, rule, same_last_dim, same_size)
+from ._contracts import (
+    Array,
+    Finite,
+    Mask,
+    NonNegative,
+    Real,
+    Sequences,
+    Size,
+    broadcast_to_leading,
+    contract,
+    entries,
+    leading_dims_broadcast,
+    mask_and_bias_fit,
+    rule,
+    same_last_dim,
+    same_size,
+)
 
 __all__ = [
     "softmax_with_sink",

@@ -15,8 +15,23 @@ from typing import Annotated, Callable, NamedTuple
 import numpy as np
 import sympy as sp
 
-from ._contracts import (Anything, Count, Integer, Positive, Seed, SymbolicExpression, SymbolicMatrix, SymbolicNumber,
-                         SymbolicNumbers, Text, WholeNumbers, contract, permutation, rule, same_shape)
+from ._contracts import (
+    Anything,
+    Count,
+    Integer,
+    Positive,
+    Seed,
+    SymbolicExpression,
+    SymbolicMatrix,
+    SymbolicNumber,
+    SymbolicNumbers,
+    Text,
+    WholeNumbers,
+    contract,
+    permutation,
+    rule,
+    same_shape,
+)
 
 __all__ = [
     "symbol_matrix",

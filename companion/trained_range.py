@@ -21,9 +21,19 @@ from typing import Annotated
 
 import numpy as np
 
-from . import rope, scaling
-from ._contracts import (EvenSize, Factor, NonNegativeReal, Positive, PositiveFrequencies, Size, Text, contract,
-                         entries, same_shape)
+from . import absolute, rope, scaling
+from ._contracts import (
+    EvenSize,
+    Factor,
+    NonNegativeReal,
+    Positive,
+    PositiveFrequencies,
+    Size,
+    Text,
+    contract,
+    entries,
+    same_shape,
+)
 
 __all__ = ["angle_ratio", "out_of_range", "Extension", "extension"]
 
@@ -86,7 +96,7 @@ class Extension:
 
 @contract(entries("d / 2", lambda d: d // 2))
 def extension(method: scaling.Method, d: EvenSize = 128, s: Factor = 8.0, L: Size = scaling.LLAMA2_CONTEXT,
-              base: Positive = scaling.ROFORMER_BASE, **options) -> Extension:
+              base: Positive = absolute.BASE, **options) -> Extension:
     r"""The figure's quantities for ``method`` at head dim ``d``, scale ``s``, length ``L``.
 
     Defaults are the book's setting (Llama 2: ``d = 128``, base 10000, ``L = 4096``,

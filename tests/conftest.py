@@ -21,10 +21,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
-
 import warm_kernels
 from browser import CHROMIUM_FLAGS, open_offline  # noqa: F401  (the tests import them from here too)
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_HTML = ROOT / "_build" / "html"

@@ -32,7 +32,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from conftest import once_per_run, processes_with
 from grading_in_one_kernel import grade_versions
 

@@ -22,9 +22,32 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import bad_inputs  # noqa: E402  (a sibling module, not a package)
 
-from companion import _contracts, alibi, configs, layers, mrope, nope, precision, relative, relative_torch, rope, scaling, sinks  # noqa: E402,E501
-from companion._contracts import (EvenSize, Finite, Frequencies, Integer, Positions, Positive, Size,  # noqa: E402
-                                  contract, keys_after_queries)
+from companion import (  # noqa: E402,E501
+    _contracts,
+    absolute,
+    alibi,
+    configs,
+    layers,
+    mrope,
+    nope,
+    precision,
+    relative,
+    relative_torch,
+    rope,
+    scaling,
+    sinks,
+)
+from companion._contracts import (  # noqa: E402
+    EvenSize,
+    Finite,
+    Frequencies,
+    Integer,
+    Positions,
+    Positive,
+    Size,
+    contract,
+    keys_after_queries,
+)
 
 PACKAGE = Path(__file__).resolve().parent.parent / "companion"
 
@@ -385,7 +408,14 @@ def test_chapter_11_defaults_are_the_librarys():
     """
     import warnings
 
-    from transformers import Cohere2Config, Gemma2Config, Gemma3TextConfig, GptOssConfig, Llama4TextConfig, SmolLM3Config
+    from transformers import (
+        Cohere2Config,
+        Gemma2Config,
+        Gemma3TextConfig,
+        GptOssConfig,
+        Llama4TextConfig,
+        SmolLM3Config,
+    )
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -424,10 +454,10 @@ def test_chapter_11_defaults_are_the_papers():
 def test_rope_bases_and_lengths_are_the_published_ones():
     from transformers import LlamaConfig
 
-    assert rope.DEFAULT_BASE == scaling.ROFORMER_BASE == LlamaConfig().rope_parameters["rope_theta"]
+    assert absolute.BASE == absolute.BASE == LlamaConfig().rope_parameters["rope_theta"]
     llama2, llama3 = configs.published("Llama 2 7B").config, configs.published("Llama 3 8B").config
     llama31 = configs.published("Llama 3.1 8B").config["rope_scaling"]
-    assert scaling.ROFORMER_BASE == configs.read_config(llama2).base  # the file leaves it to LlamaConfig
+    assert absolute.BASE == configs.read_config(llama2).base  # the file leaves it to LlamaConfig
     assert scaling.LLAMA2_CONTEXT == llama2["max_position_embeddings"]
     assert scaling.LLAMA3_BASE == llama3["rope_theta"]
     assert scaling.CODE_LLAMA_BASE == configs.published("Code Llama 7B").config["rope_theta"]
@@ -440,7 +470,7 @@ def test_rope_bases_and_lengths_are_the_published_ones():
                                                    configs.published("Llama 3.1 8B").config["rope_theta"])
     for function in (scaling.unscaled, scaling.position_interpolation, scaling.ntk_aware, scaling.yarn,
                      scaling.yarn_code, scaling.longrope, scaling.dynamic_ntk):
-        assert _default(function, "base") == scaling.ROFORMER_BASE and _default(function, "L") == scaling.LLAMA2_CONTEXT
+        assert _default(function, "base") == absolute.BASE and _default(function, "L") == scaling.LLAMA2_CONTEXT
     assert _default(scaling.base_change, "base") == scaling.CODE_LLAMA_BASE
 
 

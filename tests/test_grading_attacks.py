@@ -20,8 +20,8 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
-import io
 import importlib.util
+import io
 import json
 import os
 import re
@@ -35,7 +35,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from conftest import processes_with
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -791,8 +790,9 @@ def test_judges_start_with_every_module_of_companion_imported():
     """The server that forks the judges imports every module of companion first (and
     NumPy, SymPy and torch with them), so that no judge imports them again for each
     submission: ``import companion`` alone loads none of its modules."""
-    import companion
     from grading import judge
+
+    import companion
 
     preload = judge.PRELOAD + judge.modules_to_import_first()
     assert {f"companion.{name}" for name in companion.__all__} <= set(preload) and "grading.review" in preload
@@ -815,6 +815,7 @@ def test_answers_cross_as_the_same_values():
     import numpy as np
     import sympy as sp
     import torch
+
     from companion import nope, trained_range
 
     m = sp.Symbol("m", positive=True)
@@ -864,8 +865,9 @@ def test_the_judge_reads_no_text_as_code(tmp_path):
     file if it ran."""
     import collections
     import pickle
-    import sympy as sp
+
     import numpy as np
+    import sympy as sp
     from grading import judge
 
     marker = tmp_path / "ran"

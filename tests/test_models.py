@@ -6,7 +6,18 @@ import numpy as np
 import pytest
 import torch
 
-from companion import absolute, absolute_torch, alibi, alibi_torch, nope, relative, relative_torch, rope, rope_torch, scaling
+from companion import (
+    absolute,
+    absolute_torch,
+    alibi,
+    alibi_torch,
+    nope,
+    relative,
+    relative_torch,
+    rope,
+    rope_torch,
+    scaling,
+)
 from companion.lab import evals, schemes
 from companion.lab.models import ROPE_SCHEMES, SCHEMES, TinyTransformer, count_parameters
 
@@ -279,6 +290,7 @@ def test_each_scheme_is_one_object_with_the_models_hooks(scheme, cls):
     assert type(model.scheme) is cls and isinstance(model.scheme, schemes.Scheme)
     # the model's attention code names no scheme: the hooks are the only place a scheme enters
     import inspect
+
     from companion.lab import models
     body = inspect.getsource(models._CausalSelfAttention) + inspect.getsource(models.TinyTransformer._run)
     assert not any(f'"{name}"' in body for name in SCHEMES)

@@ -31,7 +31,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from conftest import ROOT, TEX_TOOLS, pdf_folder
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))

@@ -18,12 +18,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import browser as reader
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
+import pytest
 from conftest import ROOT, build_book, open_offline, serve
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = pytest.mark.site
 
@@ -641,9 +639,7 @@ def test_the_site_math_font_has_every_character_of_the_site(built_site):
     text, has a glyph in the font the site serves."""
     sys.path.insert(0, str(ROOT / "book" / "_ext"))
     from fontTools.ttLib import TTFont
-    from offline_assets import DRAWN_WITHOUT_TEXT, MATH_FONT, MATH_ITALIC, MATHML
-
-    from offline_assets import MATH_FONT_SOURCE
+    from offline_assets import DRAWN_WITHOUT_TEXT, MATH_FONT, MATH_FONT_SOURCE, MATH_ITALIC, MATHML
 
     font = TTFont(built_site / MATH_FONT)
     covered = set(font.getBestCmap())

@@ -17,7 +17,6 @@ import base64
 import html
 import io
 import re
-
 from pathlib import Path
 
 import anywidget

@@ -18,7 +18,8 @@ from typing import Annotated
 import numpy as np
 import traitlets
 
-from .._contracts import Count, EvenSize, Integer, NonNegativeReal, PositiveCounts, Positive, Seed, contract
+from .. import absolute
+from .._contracts import Count, EvenSize, Integer, NonNegativeReal, Positive, PositiveCounts, Seed, contract
 from ..absolute import dot_product_at_distance, position_score
 from ._base import PALETTE, Figure, esm
 
@@ -37,7 +38,7 @@ def random_mix(d: EvenSize = 64, sigma: NonNegativeReal = 0.3, seed: Seed = 0) -
 
 
 @contract
-def position_term_data(d: EvenSize = 64, base: Positive = 10000.0, m_max: Count = 200,
+def position_term_data(d: EvenSize = 64, base: Positive = absolute.BASE, m_max: Count = 200,
                        distances: Annotated[list, PositiveCounts(distinct=True)] = DISTANCES,
                        sigma: NonNegativeReal = 0.3, seed: Seed = 0) -> dict:
     r"""Everything chapter 1's figure shows.
@@ -144,7 +145,7 @@ def _shown_point(k, m, m_max, distances) -> None:
 
 
 @contract(_shown_point)
-def position_term(k: Count = 4, m: Annotated[int, Integer(0)] = 50, d: EvenSize = 64, base: Positive = 10000.0,
+def position_term(k: Count = 4, m: Annotated[int, Integer(0)] = 50, d: EvenSize = 64, base: Positive = absolute.BASE,
                   m_max: Count = 200, distances: Annotated[list, PositiveCounts(distinct=True)] = DISTANCES,
                   sigma: NonNegativeReal = 0.3, seed: Seed = 0) -> PositionTerm:
     r"""Chapter 1's figure: :math:`PE(m)^{\mathsf T} M\, PE(m+k) / (d/2)` over ``m = 0..m_max`` at distance ``k``.

@@ -20,7 +20,6 @@ from ..alibi import bias, slopes
 from ..attention import scaled_dot_product_attention
 from ._base import Figure, esm
 
-
 _VIEWS = OneOf("scores", "weights")
 #: What the heatmap shows: attention scores or weights.
 View = Annotated[str, _VIEWS]

@@ -18,8 +18,8 @@ from typing import Annotated
 import numpy as np
 import traitlets
 
-from .._contracts import Count, Integer, Kind, Real, contract
 from .. import rope
+from .._contracts import Count, Integer, Kind, Real, contract
 from ._base import PALETTE, Figure, esm
 
 #: Lengths a content arrow may have (the drawing keeps dragged arrows inside).

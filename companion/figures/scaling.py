@@ -17,7 +17,7 @@ from typing import Annotated
 import numpy as np
 import traitlets
 
-from .. import rope, scaling, trained_range
+from .. import absolute, rope, scaling, trained_range
 from .._contracts import MAX_POSITION, Count, Integer, OneOf, Positive, contract
 from ._base import PALETTE, Figure, esm
 
@@ -45,7 +45,7 @@ def _base_not_one(base) -> None:
 
 @contract(_base_not_one)
 def context_extension_data(d: FigureWidth = 128, L: Count = scaling.LLAMA2_CONTEXT,
-                           base: Positive = scaling.ROFORMER_BASE,
+                           base: Positive = absolute.BASE,
                            max_s: MaxScale = 32) -> dict:
     r"""Everything chapter 6's figure shows, for every method and every scale ``s = 1 .. max_s``.
 
@@ -177,7 +177,7 @@ def _scale_and_pair_shown(s, pair, d, max_s) -> None:
 
 @contract(_scale_and_pair_shown, _base_not_one)
 def context_extension(method: FigureMethod = "none", s: Count = 8, pair: Annotated[int, Integer(0)] | None = None,
-                      d: FigureWidth = 128, L: Count = scaling.LLAMA2_CONTEXT, base: Positive = scaling.ROFORMER_BASE,
+                      d: FigureWidth = 128, L: Count = scaling.LLAMA2_CONTEXT, base: Positive = absolute.BASE,
                       max_s: MaxScale = 32) -> ContextExtension:
     """Chapter 6's figure: per RoPE pair, the largest angle at length ``s L`` over the largest in training.
 

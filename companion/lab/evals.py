@@ -57,8 +57,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._contracts import (Array, Count, Edges, Function, InstanceOf, Integer, Level, NonNegative, OneOf,
-                          PositiveCounts, TokenTensor, TorchModule, contract)
+from .._contracts import (
+    Array,
+    Count,
+    Edges,
+    Function,
+    InstanceOf,
+    Integer,
+    Level,
+    NonNegative,
+    OneOf,
+    PositiveCounts,
+    TokenTensor,
+    TorchModule,
+    contract,
+)
 from . import data
 
 __all__ = ["as_model_fn", "perplexity", "perplexity_by_length", "bootstrap_interval", "answer_correct",

@@ -40,9 +40,8 @@ from typing import Annotated
 import torch
 from torch import nn
 
-from .. import rope, scaling
-from .._contracts import (Count, Either, Flag, Integer, Model, NonNegative, OneOf, Positive, Real, TokenTensor,
-                          contract)
+from .. import absolute, rope, scaling
+from .._contracts import Count, Either, Flag, Integer, Model, NonNegative, OneOf, Positive, Real, TokenTensor, contract
 from .schemes import ROPE_SCHEMES, SCHEMES, RotaryScheme, chunked_causal_mask, make_scheme
 
 __all__ = ["SCHEMES", "ROPE_SCHEMES", "TinyTransformer", "chunked_causal_mask", "count_parameters"]
@@ -150,7 +149,7 @@ class TinyTransformer(nn.Module):
                  vocab_size: Annotated[int, Integer(2, why="a language model predicts one of several tokens")] = 256,
                  d_model: Count = 64, n_heads: Count = 4, n_layers: Count = 2, context_length: Count = 64,
                  d_ff: Count | None = None, tie_embeddings: Flag = True, embedding_std: EmbeddingStd | None = None,
-                 rope_base: Positive = rope.DEFAULT_BASE,
+                 rope_base: Positive = absolute.BASE,
                  rope_fraction: Annotated[float, Real(gt=0.0, le=1.0, why="the share of pairs that rotate")] | None
                  = None,
                  shaw_max_distance: NonNegative = 16, t5_num_buckets: Count = 32, t5_max_distance: Count | None = None,

@@ -26,8 +26,21 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from .._contracts import (AnyValue, Count, Flag, Function, Functions, Label, Model, NonNegative, NonNegativeReal,
-                          Positive, Seed, contract, rule)
+from .._contracts import (
+    AnyValue,
+    Count,
+    Flag,
+    Function,
+    Functions,
+    Label,
+    Model,
+    NonNegative,
+    NonNegativeReal,
+    Positive,
+    Seed,
+    contract,
+    rule,
+)
 from . import data
 
 __all__ = ["default_device", "lr_at", "train", "text_batches", "task_batches", "mixed_batches"]

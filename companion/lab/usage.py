@@ -26,8 +26,22 @@ from typing import Annotated
 import numpy as np
 
 from .. import attention, rope
-from .._contracts import (MAX_POSITION, Array, Count, EvenSize, Flag, Frequencies, InstanceOf, Integer, Label,
-                          Positive, Size, WholeNumbers, contract, entries)
+from .._contracts import (
+    MAX_POSITION,
+    Array,
+    Count,
+    EvenSize,
+    Flag,
+    Frequencies,
+    InstanceOf,
+    Integer,
+    Label,
+    Positive,
+    Size,
+    WholeNumbers,
+    contract,
+    entries,
+)
 
 __all__ = ["usage_by_head", "usage_shares", "aimed_scores", "attention_on_offset", "random_scores",
            "drift_bound", "stable_length"]
