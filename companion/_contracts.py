@@ -349,73 +349,6 @@ class BooleanMask(Kind):
         return m
 
 
-def sympy_from_data(value):
-    """``value`` as a SymPy object built from data, never from text; ``TypeError`` otherwise.
-
-    SymPy's own conversion, ``sympify``, reads a string by evaluating it as Python
-    (``parse_expr`` runs ``eval``), and reaches strings inside lists, dicts, NumPy arrays
-    and any object with ``flat`` and ``shape`` even with ``strict=True`` (a dict's
-    values are read as text). A value that may come from someone else's code (an
-    answer being graded) must never reach it. This accepts a SymPy object as it is,
-    and Python's and NumPy's numbers as the SymPy number of the same value; a SymPy
-    matrix is returned unchanged. Anything else, text above all, raises ``TypeError``.
-    """
-    import fractions
-
-    import sympy as sp
-
-    if isinstance(value, (sp.Basic, sp.MatrixBase)):
-        return value
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"a {type(value).__name__} is not a SymPy expression")
-    if isinstance(value, (int, np.integer)):
-        return sp.Integer(int(value))
-    if isinstance(value, fractions.Fraction):
-        return sp.Rational(value.numerator, value.denominator)
-    if isinstance(value, (float, np.floating)):
-        return sp.Float(float(value))
-    if isinstance(value, (str, bytes, np.str_, np.bytes_)):
-        raise TypeError("text is not read as a SymPy expression (build it with SymPy: sp.Symbol, sp.Rational, ...)")
-    raise TypeError(f"a {type(value).__name__} is not a SymPy expression")
-
-
-class SymbolicNumber(Kind):
-    """A finite SymPy expression: a symbol, a number or a formula (never text: :func:`sympy_from_data`)."""
-
-    def __call__(self, name, value):
-        import sympy as sp
-
-        try:
-            expr = sympy_from_data(value)
-        except TypeError as err:
-            raise ValueError(f"{name} must be SymPy expressions or numbers, got {value!r}") from err
-        if not isinstance(expr, sp.Expr):
-            raise ValueError(f"{name} must be SymPy expressions or numbers, got {value!r}")
-        if expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
-            raise ValueError(f"{name} must be finite (no nan or infinity), got {value!r}")
-        return expr
-
-
-class SymbolicExpression(Kind):
-    """Any SymPy expression, matrix or number, as SymPy's own functions take them; never
-    text (:func:`sympy_from_data`)."""
-
-    def __call__(self, name, value):
-        try:
-            return sympy_from_data(value)
-        except TypeError as err:
-            raise ValueError(f"{name} must be a SymPy expression, matrix or number, got {value!r} ({err})") from err
-
-
-class SymbolicNumbers(Kind):
-    """A non-empty sequence of finite SymPy expressions, one per pair; returned as a list."""
-
-    def __call__(self, name, value):
-        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) == 0:
-            raise ValueError(f"{name} must be a non-empty sequence (one frequency per pair), got {value!r}")
-        return [SymbolicNumber()(name, v) for v in value]
-
-
 class InstanceOf(Kind):
     """An instance of ``types`` (``TypeError`` otherwise, like Python's own, or the ``error`` given): a record
     the package builds."""
@@ -567,28 +500,6 @@ class Text(Kind):
         if not isinstance(value, str):
             raise ValueError(f"{name} must be a string, got {value!r}")
         return value
-
-
-class SymbolicMatrix(Kind):
-    """A SymPy matrix, nested lists or a numeric NumPy array, each entry a SymPy
-    expression or a number (:func:`sympy_from_data`: never text)."""
-
-    def __call__(self, name, value):
-        import sympy as sp
-
-        if isinstance(value, sp.MatrixBase):
-            return sp.Matrix(value)
-        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-            value = value.tolist()
-        rows = value if isinstance(value, (list, tuple)) else None
-        try:
-            if rows is None or not rows:
-                raise TypeError("not a matrix")
-            if all(isinstance(row, (list, tuple)) for row in rows):
-                return sp.Matrix([[sympy_from_data(entry) for entry in row] for row in rows])
-            return sp.Matrix([sympy_from_data(entry) for entry in rows])
-        except (TypeError, ValueError, sp.ShapeError) as err:
-            raise ValueError(f"{name} must be a matrix (a SymPy matrix or nested lists), got {value!r}") from err
 
 
 class Anything(Kind):

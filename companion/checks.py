@@ -33,7 +33,7 @@ import numpy as np
 import sympy as sp
 
 from . import symbolic
-from ._contracts import sympy_from_data
+from .symbolic import sympy_from_data
 
 
 class CheckFailed(AssertionError):

@@ -48,8 +48,6 @@ from ._contracts import (
     Positions,
     Positive,
     Sequences,
-    SymbolicNumber,
-    SymbolicNumbers,
     Vectors,
     broadcast,
     broadcast_to_leading,
@@ -75,7 +73,6 @@ __all__ = [
     "to_complex",
     "from_complex",
     "rotate_complex",
-    "symbolic_rotation_matrix",
     "score",
     "relative_score",
     "complex_score",
@@ -261,32 +258,6 @@ def rotate_complex(x: Vectors, positions: Positions, inv_freq: Frequencies, layo
     phi = angles(positions, inv_freq)
     # x~_i e^{i m theta_i}, back to (..., d)
     return from_complex(to_complex(x, layout) * np.exp(1j * phi), layout)
-
-
-@contract
-def symbolic_rotation_matrix(position: Annotated[object, SymbolicNumber()],
-                             thetas: Annotated[list, SymbolicNumbers()], layout: Layout = "adjacent"):
-    r"""The rotation ``R_m`` as a SymPy matrix, for proofs: shape ``(d, d)``, ``d = 2 len(thetas)``.
-
-    The same block-diagonal matrix as :func:`rotation_matrices`, with entries
-    ``cos(position * theta_i)`` and ``sin(position * theta_i)`` left symbolic: the
-    ``2 x 2`` block ``[[cos, -sin], [sin, cos]]`` of pair ``i`` sits on the rows and
-    columns ``(a_i, b_i)`` of :func:`pair_indices` (Su et al. 2021, eq. (15)).
-    ``position``: any SymPy expression or number (a symbol ``m``, ``n - m``, ``7``);
-    ``thetas``: a non-empty sequence of SymPy expressions or numbers, one per pair.
-    ``symbolic_rotation_matrix(a, [1])`` is the plane rotation by the angle ``a``.
-    """
-    import sympy as sp
-
-    d = 2 * len(thetas)
-    a, b = pair_indices(d, layout)
-    R = sp.zeros(d, d)
-    for i, theta in enumerate(thetas):
-        phi = position * theta
-        # [[cos, -sin], [sin, cos]] of position * theta_i on rows and columns (a_i, b_i)
-        R[int(a[i]), int(a[i])], R[int(a[i]), int(b[i])] = sp.cos(phi), -sp.sin(phi)
-        R[int(b[i]), int(a[i])], R[int(b[i]), int(b[i])] = sp.sin(phi), sp.cos(phi)
-    return R
 
 
 # ---------------------------------------------------------------------------

@@ -15,16 +15,14 @@ from typing import Annotated, Callable, NamedTuple
 import numpy as np
 import sympy as sp
 
+from . import rope
 from ._contracts import (
     Anything,
     Count,
     Integer,
+    Kind,
     Positive,
     Seed,
-    SymbolicExpression,
-    SymbolicMatrix,
-    SymbolicNumber,
-    SymbolicNumbers,
     Text,
     WholeNumbers,
     contract,
@@ -32,6 +30,7 @@ from ._contracts import (
     rule,
     same_shape,
 )
+from .rope import Layout
 
 __all__ = [
     "symbol_matrix",
@@ -50,7 +49,102 @@ __all__ = [
     "shift_matrix",
     "clip",
     "shaw_score",
+    "rotation_matrix",
 ]
+
+
+
+# ---------------------------------------------------------------------------
+# The kinds of SymPy arguments: built from data, never from text
+# ---------------------------------------------------------------------------
+
+def sympy_from_data(value):
+    """``value`` as a SymPy object built from data, never from text; ``TypeError`` otherwise.
+
+    SymPy's own conversion, ``sympify``, reads a string by evaluating it as Python
+    (``parse_expr`` runs ``eval``), and reaches strings inside lists, dicts, NumPy arrays
+    and any object with ``flat`` and ``shape`` even with ``strict=True`` (a dict's
+    values are read as text). A value that may come from someone else's code (an
+    answer being graded) must never reach it. This accepts a SymPy object as it is,
+    and Python's and NumPy's numbers as the SymPy number of the same value; a SymPy
+    matrix is returned unchanged. Anything else, text above all, raises ``TypeError``.
+    """
+    import fractions
+
+    import sympy as sp
+
+    if isinstance(value, (sp.Basic, sp.MatrixBase)):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"a {type(value).__name__} is not a SymPy expression")
+    if isinstance(value, (int, np.integer)):
+        return sp.Integer(int(value))
+    if isinstance(value, fractions.Fraction):
+        return sp.Rational(value.numerator, value.denominator)
+    if isinstance(value, (float, np.floating)):
+        return sp.Float(float(value))
+    if isinstance(value, (str, bytes, np.str_, np.bytes_)):
+        raise TypeError("text is not read as a SymPy expression (build it with SymPy: sp.Symbol, sp.Rational, ...)")
+    raise TypeError(f"a {type(value).__name__} is not a SymPy expression")
+
+
+class SymbolicNumber(Kind):
+    """A finite SymPy expression: a symbol, a number or a formula (never text: :func:`sympy_from_data`)."""
+
+    def __call__(self, name, value):
+        import sympy as sp
+
+        try:
+            expr = sympy_from_data(value)
+        except TypeError as err:
+            raise ValueError(f"{name} must be SymPy expressions or numbers, got {value!r}") from err
+        if not isinstance(expr, sp.Expr):
+            raise ValueError(f"{name} must be SymPy expressions or numbers, got {value!r}")
+        if expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+            raise ValueError(f"{name} must be finite (no nan or infinity), got {value!r}")
+        return expr
+
+
+class SymbolicExpression(Kind):
+    """Any SymPy expression, matrix or number, as SymPy's own functions take them; never
+    text (:func:`sympy_from_data`)."""
+
+    def __call__(self, name, value):
+        try:
+            return sympy_from_data(value)
+        except TypeError as err:
+            raise ValueError(f"{name} must be a SymPy expression, matrix or number, got {value!r} ({err})") from err
+
+
+class SymbolicNumbers(Kind):
+    """A non-empty sequence of finite SymPy expressions, one per pair; returned as a list."""
+
+    def __call__(self, name, value):
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) == 0:
+            raise ValueError(f"{name} must be a non-empty sequence (one frequency per pair), got {value!r}")
+        return [SymbolicNumber()(name, v) for v in value]
+
+
+class SymbolicMatrix(Kind):
+    """A SymPy matrix, nested lists or a numeric NumPy array, each entry a SymPy
+    expression or a number (:func:`sympy_from_data`: never text)."""
+
+    def __call__(self, name, value):
+        import sympy as sp
+
+        if isinstance(value, sp.MatrixBase):
+            return sp.Matrix(value)
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            value = value.tolist()
+        rows = value if isinstance(value, (list, tuple)) else None
+        try:
+            if rows is None or not rows:
+                raise TypeError("not a matrix")
+            if all(isinstance(row, (list, tuple)) for row in rows):
+                return sp.Matrix([[sympy_from_data(entry) for entry in row] for row in rows])
+            return sp.Matrix([sympy_from_data(entry) for entry in rows])
+        except (TypeError, ValueError, sp.ShapeError) as err:
+            raise ValueError(f"{name} must be a matrix (a SymPy matrix or nested lists), got {value!r}") from err
 
 
 #: A SymPy matrix.
@@ -347,3 +441,28 @@ def shaw_score(q: Matrix, k: Matrix, key_table: Annotated[Callable, Anything()],
     row = sp.Matrix(key_table(clip(j - i, c)))
     # q . (k + w^K) / sqrt(d)
     return (q.T * (k + row))[0, 0] / sp.sqrt(q.rows)
+
+
+@contract
+def rotation_matrix(position: Number, thetas: Numbers, layout: Layout = "adjacent") -> sp.Matrix:
+    r"""The rotation ``R_m`` as a SymPy matrix, for proofs: shape ``(d, d)``, ``d = 2 len(thetas)``.
+
+    The same block-diagonal matrix as :func:`companion.rope.rotation_matrices`, with entries
+    ``cos(position * theta_i)`` and ``sin(position * theta_i)`` left symbolic: the
+    ``2 x 2`` block ``[[cos, -sin], [sin, cos]]`` of pair ``i`` sits on the rows and
+    columns ``(a_i, b_i)`` of :func:`companion.rope.pair_indices` (Su et al. 2021, eq. (15)).
+    ``position``: any SymPy expression or number (a symbol ``m``, ``n - m``, ``7``);
+    ``thetas``: a non-empty sequence of SymPy expressions or numbers, one per pair.
+    ``rotation_matrix(a, [1])`` is the plane rotation by the angle ``a``. The SymPy
+    twin of :func:`companion.rope.rotation_matrices`.
+    """
+    d = 2 * len(thetas)
+    a, b = rope.pair_indices(d, layout)
+    R = sp.zeros(d, d)
+    for i, theta in enumerate(thetas):
+        phi = position * theta
+        # [[cos, -sin], [sin, cos]] of position * theta_i on rows and columns (a_i, b_i)
+        R[int(a[i]), int(a[i])], R[int(a[i]), int(b[i])] = sp.cos(phi), -sp.sin(phi)
+        R[int(b[i]), int(a[i])], R[int(b[i]), int(b[i])] = sp.sin(phi), sp.cos(phi)
+    return R
+

@@ -482,17 +482,17 @@ def arg_for(kind: _contracts.Kind, value, optional: bool) -> Arg:
         return TensorMask(value, optional=optional)
     if isinstance(kind, _tensors.TorchDtype):
         return Dtype(value)
-    if isinstance(kind, c.SymbolicNumber):
+    if isinstance(kind, symbolic.SymbolicNumber):
         return Symbolic(value)
-    if isinstance(kind, c.SymbolicNumbers):
+    if isinstance(kind, symbolic.SymbolicNumbers):
         return SymbolicList(value)
-    if isinstance(kind, c.SymbolicExpression):
+    if isinstance(kind, symbolic.SymbolicExpression):
         return SymbolicAny(value, optional=optional)
     if isinstance(kind, c.Anything):
         return Anything(value)
     if isinstance(kind, c.InstanceOf) and isinstance(value, dict):
         return Mapping(value)
-    if isinstance(kind, c.InstanceOf) or type(kind).__name__ == "SymbolicMatrix":
+    if isinstance(kind, c.InstanceOf) or isinstance(kind, symbolic.SymbolicMatrix):
         return Record(value, optional=optional)
     raise TypeError(f"no bad values for the kind {kind!r}: add them to arg_for")
 
@@ -816,8 +816,8 @@ EXAMPLES: dict[str, Example] = {
     ]),
     "rope.rotate_complex": Example(
         rope.rotate_complex, dict(x=K4, positions=[0, 1, 2, 3], inv_freq=TH, layout='adjacent')),
-    "rope.symbolic_rotation_matrix": Example(
-        rope.symbolic_rotation_matrix, dict(position=sp.Symbol('m'), thetas=[1, sp.Rational(1, 2)], layout='adjacent')),
+    "symbolic.rotation_matrix": Example(
+        symbolic.rotation_matrix, dict(position=sp.Symbol('m'), thetas=[1, sp.Rational(1, 2)], layout='adjacent')),
     "rope.score": Example(rope.score, dict(q=Q3, k=K4[:3], m=[0, 1, 2], n=[4, 2, 0], inv_freq=TH, layout='adjacent'), [
         Case('k of another width', {'k': K4[:3, :6]}),
         Case('m that does not broadcast', {'m': [0, 1]}),

@@ -66,7 +66,7 @@ def test_rotation_is_the_product_of_per_axis_rotations_in_sympy():
     p2 = sp.symbols("t' h' w'", integer=True)
 
     def rotation(pos):
-        blocks = [rope.symbolic_rotation_matrix(pos[a], [thetas[a]]) for a in range(3)]
+        blocks = [symbolic.rotation_matrix(pos[a], [thetas[a]]) for a in range(3)]
         return sp.diag(*blocks)
 
     difference = rotation(p).T * rotation(p2) - rotation([b - a for a, b in zip(p, p2)])

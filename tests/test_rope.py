@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion import rope, rope_torch
+from companion import rope, rope_torch, symbolic
 
 RNG = np.random.default_rng(20210420)
 LAYOUTS = rope.LAYOUTS
@@ -381,7 +381,7 @@ def test_symbolic_rotation_matrix_matches_the_numeric_one(layout):
 
     m = sp.Symbol("m")
     t = sp.symbols("t0:3")
-    R = rope.symbolic_rotation_matrix(m, t, layout)
+    R = symbolic.rotation_matrix(m, t, layout)
     assert R.shape == (6, 6)
     theta = np.array([1.0, 0.3, 0.01])
     values = {m: 7, **dict(zip(t, theta))}
@@ -393,7 +393,7 @@ def test_symbolic_plane_rotation_by_hand():
     import sympy as sp
 
     a = sp.Symbol("a")
-    R = rope.symbolic_rotation_matrix(a, [1])
+    R = symbolic.rotation_matrix(a, [1])
     assert R == sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])
 
 
@@ -404,8 +404,8 @@ def test_symbolic_relative_identity_for_two_pairs():
 
     m, n = sp.symbols("m n", real=True)
     t = sp.symbols("t0:2", real=True)
-    lhs = rope.symbolic_rotation_matrix(m, t).T * rope.symbolic_rotation_matrix(n, t)
-    assert symbolic.is_zero_matrix(lhs - rope.symbolic_rotation_matrix(n - m, t))
+    lhs = symbolic.rotation_matrix(m, t).T * symbolic.rotation_matrix(n, t)
+    assert symbolic.is_zero_matrix(lhs - symbolic.rotation_matrix(n - m, t))
 
 
 def reference_rope_attention(x, w_q, w_k, w_v, positions, theta, layout, mask=None):
@@ -474,9 +474,9 @@ def test_self_attention_is_shift_invariant_and_leaves_values_alone():
     (lambda: rope.complex_score(np.ones(4), np.ones(6), 0, 1, rope.inv_freq(4)), "k"),
     (lambda: rope.to_complex(np.ones(5)), "x"),
     (lambda: rope.decay_bound(np.ones(3), [1.0], rope.inv_freq(4)), "h"),
-    (lambda: rope.symbolic_rotation_matrix(1, [], "adjacent"), "thetas"),
-    (lambda: rope.symbolic_rotation_matrix(1, 0.5), "thetas"),
-    (lambda: rope.symbolic_rotation_matrix(1, [1], layout="neox"), "layout"),
+    (lambda: symbolic.rotation_matrix(1, [], "adjacent"), "thetas"),
+    (lambda: symbolic.rotation_matrix(1, 0.5), "thetas"),
+    (lambda: symbolic.rotation_matrix(1, [1], layout="neox"), "layout"),
     (lambda: rope.self_attention(np.ones((3, 4)), np.ones((5, 4)), np.ones((4, 4)), np.ones((4, 2)),
                                  np.arange(3), rope.inv_freq(4)), "w_q"),
     (lambda: rope.self_attention(np.ones((3, 4)), np.ones((4, 4)), np.ones((4, 6)), np.ones((4, 2)),
