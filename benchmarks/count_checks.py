@@ -22,7 +22,7 @@ import tokenize
 from pathlib import Path
 
 MODULES = ["attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "trained_range",
-           "interpolation", "sampling", "configs", "precision", "mrope", "layers", "sinks", "remap", "symbolic"]
+           "interpolation", "integer_positions", "configs", "precision", "mrope", "layer_plans", "sinks", "remap", "symbolic"]
 #: The lab's modules (``companion/lab``), reported as a block of their own.
 LAB_MODULES = ["config", "schemes", "runner", "experiments", "evals", "data", "train", "models", "stats", "claims",
                "results", "fingerprint", "usage"]

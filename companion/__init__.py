@@ -15,16 +15,16 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.scaling` -- context extension for RoPE (chapter 6)
 - :mod:`companion.trained_range` -- which pairs a longer context takes past the trained angles (chapter 6's interactive figure)
 - :mod:`companion.interpolation` -- why interpolating is safer than extrapolating (chapters 6 and 8)
-- :mod:`companion.sampling` -- positions read at whole numbers: aliasing and clock hands (chapter 8)
+- :mod:`companion.integer_positions` -- positions read at whole numbers: aliasing and clock hands (chapter 8)
 - :mod:`companion.configs` -- what a checkpoint's ``config.json`` makes the library run (chapter 10)
 - :mod:`companion.precision` -- RoPE angles, tables and scores in float32, bfloat16 and float16 (chapter 10)
 - :mod:`companion.mrope` -- RoPE over several position axes: M-RoPE and 2-D RoPE (chapter 11)
-- :mod:`companion.layers` -- position settings per layer: local/global, RoPE/NoPE, chunks, QK-norm (chapter 11)
+- :mod:`companion.layer_plans` -- position settings per layer: local/global, RoPE/NoPE, chunks, QK-norm (chapter 11)
 - :mod:`companion.sinks` -- attention sinks: StreamingLLM's cache and gpt-oss's learned sink (chapter 11)
 - :mod:`companion.remap` -- ReRoPE, Leaky ReRoPE and Dual Chunk Attention (chapter 11)
 - :mod:`companion.symbolic` -- SymPy building blocks for the proofs
 - :mod:`companion.checks` -- checks of exercise answers that say what was expected
-- :mod:`companion.exercises` -- typical wrong answers to exercises, which the checks name
+- :mod:`companion.mistakes` -- typical wrong answers to exercises, which the checks name
 - :mod:`companion.figures` -- the interactive figures
 - :mod:`companion.plotting` -- the house style of the static plots
 - :mod:`companion.tables` -- numbered, captioned tables of results
@@ -43,8 +43,8 @@ __version__ = "0.4.1"
 
 __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "absolute_torch", "relative_torch", "rope_torch",
-    "alibi_torch", "nope", "scaling", "trained_range", "interpolation", "sampling", "symbolic", "checks", "exercises",
-    "configs", "precision", "mrope", "layers", "sinks", "remap",
+    "alibi_torch", "nope", "scaling", "trained_range", "interpolation", "integer_positions", "symbolic", "checks", "mistakes",
+    "configs", "precision", "mrope", "layer_plans", "sinks", "remap",
 ]
 #: Subpackages and modules loaded on first use but not listed above (no functions of the book's math).
 _ALSO = ("figures", "plotting", "tables", "lab")

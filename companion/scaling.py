@@ -10,7 +10,7 @@ LongRoPE (Ding et al. 2024), or simply a bigger base at training time (Code Llam
 Roziere et al. 2023).
 
 Every method is one function ``method(d, s=..., L=..., base=..., **options)``
-returning :class:`Frequencies` (the vector ``theta'`` of shape ``(d/2,)`` and an
+returning :class:`ScaledRope` (the vector ``theta'`` of shape ``(d/2,)`` and an
 attention factor), listed in :data:`METHODS`; ``s`` is the extension factor (target
 length ``s * L``), ``L`` the training length, ``base`` the RoPE base. Plug the
 result into :class:`companion.rope_torch.RotaryEmbedding`.
@@ -55,7 +55,7 @@ __all__ = [
     "LLAMA3_BASE",
     "LLAMA2_CONTEXT",
     "LLAMA31_ORIGINAL_CONTEXT",
-    "Frequencies",
+    "ScaledRope",
     "unscaled",
     "position_interpolation",
     "ntk_base",
@@ -80,7 +80,7 @@ __all__ = [
     "yarn_mscale",
     "proportional",
     "METHODS",
-    "frequencies",
+    "scale",
 ]
 
 #: Roziere et al. (2023), Code Llama
@@ -104,7 +104,7 @@ _HALF_D = entries("d / 2", lambda d: d // 2)
 
 @contract
 @dataclass(frozen=True)
-class Frequencies:
+class ScaledRope:
     """A scaled RoPE: ``inv_freq`` (``theta'_i``, shape ``(d/2,)``) and the attention factor.
 
     ``attention_factor`` multiplies the rotated ``q`` and ``k`` (equivalently ``cos``
@@ -121,18 +121,18 @@ class Frequencies:
 # ---------------------------------------------------------------------------
 
 @contract(_HALF_D)
-def unscaled(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = absolute.BASE) -> Frequencies:
+def unscaled(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = absolute.BASE) -> ScaledRope:
     r"""No scaling: ``theta_i = base^(-2i/d)`` whatever the length (Su et al. 2021).
 
     ``s`` and ``L`` are accepted (and validated) only for the common signature.
     """
     # theta_i = base^(-2i/d)
-    return Frequencies(rope.inv_freq(d, base))
+    return ScaledRope(rope.inv_freq(d, base))
 
 
 @contract(_HALF_D)
 def position_interpolation(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT,
-                           base: Positive = absolute.BASE) -> Frequencies:
+                           base: Positive = absolute.BASE) -> ScaledRope:
     r"""Position Interpolation: ``theta'_i = theta_i / s`` (Chen et al. 2023).
 
     Same as feeding positions ``m / s``: a context of ``s L`` is squeezed into the
@@ -140,7 +140,7 @@ def position_interpolation(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEX
     Shape ``(d/2,)``.
     """
     # theta'_i = theta_i / s
-    return Frequencies(rope.inv_freq(d, base) / s)
+    return ScaledRope(rope.inv_freq(d, base) / s)
 
 
 @contract(result=Finite("s and base", "the new base b s^(d/(d-2)) overflows float64: use a smaller s or base"))
@@ -164,14 +164,14 @@ def ntk_per_pair(d: NtkWidth, s: Factor, base: Positive = absolute.BASE) -> np.n
 
 
 @contract(_HALF_D)
-def ntk_aware(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = absolute.BASE) -> Frequencies:
+def ntk_aware(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = absolute.BASE) -> ScaledRope:
     r"""NTK-aware scaling: RoPE with base ``b' = b s^(d/(d-2))`` (bloc97 2023).
 
     ``theta'_i = b'^(-2i/d) = theta_i s^(-2i/(d-2))``. Named after neural-tangent-
     kernel arguments, but an empirical recipe. Shape ``(d/2,)``.
     """
     # theta'_i = b'^(-2i/d), b' = b s^(d/(d-2))
-    return Frequencies(rope.inv_freq(d, ntk_base(d, s, base)))
+    return ScaledRope(rope.inv_freq(d, ntk_base(d, s, base)))
 
 
 @contract(result=Finite("factor and current_length", "the scale must be finite"))
@@ -197,7 +197,7 @@ def dynamic_scale(current_length: Count, L: Size, factor: Factor | None = None) 
 @contract(_HALF_D, result=Finite("s, current_length, hf_factor and base",
                                   "the scale s_dyn or the new base b s_dyn^(d/(d-2)) overflows float64"))
 def dynamic_ntk(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = absolute.BASE,
-                current_length: Count | None = None, hf_factor: Factor | None = None) -> Frequencies:
+                current_length: Count | None = None, hf_factor: Factor | None = None) -> ScaledRope:
     r"""Dynamic NTK: NTK-aware scaling with the scale following the input length.
 
     ``theta'_i = theta_i * s_dyn^(-2i/(d-2))`` with ``s_dyn`` from
@@ -210,7 +210,7 @@ def dynamic_ntk(d: NtkWidth, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Po
     n = math.ceil(s * L) if current_length is None else current_length
     s_dyn = dynamic_scale(n, L, hf_factor)
     # NTK-aware at the current scale: theta'_i = b'^(-2i/d), b' = b s_dyn^(d/(d-2))
-    return Frequencies(rope.inv_freq(d, ntk_base(d, s_dyn, base)))
+    return ScaledRope(rope.inv_freq(d, ntk_base(d, s_dyn, base)))
 
 
 # ---------------------------------------------------------------------------
@@ -267,7 +267,7 @@ def yarn_mscale(s: Factor, mscale: NonNegativeReal = 1.0) -> float:
 
 @contract(_HALF_D, _RAMP_RISES)
 def yarn(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive = absolute.BASE,
-         alpha: Positive = 1.0, beta: Positive = 32.0) -> Frequencies:
+         alpha: Positive = 1.0, beta: Positive = 32.0) -> ScaledRope:
     r"""YaRN as defined in the paper (Peng, Quesnelle, Fan, Shippole, ICLR 2024).
 
     Per pair, ``r_i = L theta_i / (2 pi)`` turns in training and
@@ -287,7 +287,7 @@ def yarn(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Positive 
     # gamma(r_i), r_i = L theta_i / (2 pi)
     gamma = yarn_ramp(training_turns(theta, L), alpha, beta)
     # theta'_i = (1 - gamma) theta_i / s + gamma theta_i, with sqrt(1/t) = 0.1 ln s + 1
-    return Frequencies((1.0 - gamma) * theta / s + gamma * theta, yarn_attention_factor(s))
+    return ScaledRope((1.0 - gamma) * theta / s + gamma * theta, yarn_attention_factor(s))
 
 
 # ---------------------------------------------------------------------------
@@ -344,7 +344,7 @@ def yarn_code_ramp(d: EvenSize, L: Size, base: BaseAboveOne = absolute.BASE, bet
 
 @contract(_HALF_D, _FAST_ABOVE_SLOW)
 def yarn_code(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: BaseAboveOne = absolute.BASE,
-              beta_fast: Positive = 32.0, beta_slow: Positive = 1.0, truncate: Flag = True) -> Frequencies:
+              beta_fast: Positive = 32.0, beta_slow: Positive = 1.0, truncate: Flag = True) -> ScaledRope:
     r"""YaRN as the authors' code and common libraries ship it.
 
     ``theta'_i = (1 - e_i) theta_i / s + e_i theta_i`` with ``e_i`` from
@@ -366,7 +366,7 @@ def yarn_code(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT, base: Base
     # e_i, the fraction of the original frequency kept
     keep = yarn_code_ramp(d, L, base, beta_fast, beta_slow, truncate)
     # theta'_i = (1 - e_i) theta_i / s + e_i theta_i, with mscale 0.1 ln s + 1
-    return Frequencies((1.0 - keep) * theta / s + keep * theta, yarn_attention_factor(s))
+    return ScaledRope((1.0 - keep) * theta / s + keep * theta, yarn_attention_factor(s))
 
 
 @dataclass(frozen=True)
@@ -404,7 +404,7 @@ def yarn_curves(d: EvenSize = 128, s: Factor = 8.0, L: Size = LLAMA2_CONTEXT, ba
 
 @contract(_HALF_D)
 def base_change(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT,
-                base: Positive = CODE_LLAMA_BASE) -> Frequencies:
+                base: Positive = CODE_LLAMA_BASE) -> ScaledRope:
     r"""A bigger base at training time: ``theta_i = base^(-2i/d)`` with a new ``base``.
 
     Code Llama (Roziere et al. 2023) fine-tunes with ``base = 1,000,000``
@@ -413,7 +413,7 @@ def base_change(d: EvenSize, s: Factor = 1.0, L: Size = LLAMA2_CONTEXT,
     accepted only for the common signature. Shape ``(d/2,)``.
     """
     # theta_i = base^(-2i/d) with the new base
-    return Frequencies(rope.inv_freq(d, base))
+    return ScaledRope(rope.inv_freq(d, base))
 
 
 _BANDS_ORDERED = ordered("low_freq_factor", "high_freq_factor", strict=False)
@@ -421,7 +421,7 @@ _BANDS_ORDERED = ordered("low_freq_factor", "high_freq_factor", strict=False)
 
 @contract(_HALF_D, _BANDS_ORDERED)
 def llama3(d: EvenSize, s: Factor = 8.0, L: Size = LLAMA31_ORIGINAL_CONTEXT, base: Positive = LLAMA3_BASE,
-           low_freq_factor: Positive = 1.0, high_freq_factor: Positive = 4.0) -> Frequencies:
+           low_freq_factor: Positive = 1.0, high_freq_factor: Positive = 4.0) -> ScaledRope:
     r"""Llama 3.1's frequency-dependent scaling (Meta 2024; ``apply_scaling``).
 
     With wavelength ``lambda_i = 2 pi / theta_i``:
@@ -451,7 +451,7 @@ def llama3(d: EvenSize, s: Factor = 8.0, L: Size = LLAMA31_ORIGINAL_CONTEXT, bas
     blended = (1.0 - a) * theta / s + a * theta
     # theta_i kept, theta_i / s interpolated, or blended, by band
     out = np.where(bands == "kept", theta, np.where(bands == "interpolated", theta / s, blended))
-    return Frequencies(out)
+    return ScaledRope(out)
 
 
 @contract(_HALF_D, _BANDS_ORDERED)
@@ -490,7 +490,7 @@ def longrope_attention_factor(s: Factor, L: Annotated[int, Integer(2, why="ln L 
 @contract(_HALF_D, one_per_pair("short_factors", "long_factors"))
 def longrope(d: EvenSize, s: Factor = 1.0, L: Annotated[int, Integer(2, MAX_POSITION, why="ln L > 0")] = LLAMA2_CONTEXT,
              base: Positive = absolute.BASE, *, short_factors: Rescales, long_factors: Rescales,
-             current_length: Count | None = None) -> Frequencies:
+             current_length: Count | None = None) -> ScaledRope:
     r"""LongRoPE: searched per-pair rescale factors (Ding et al. 2024).
 
     ``theta'_i = 1 / (lambda_i * base^(2i/d))`` with ``lambda = long_factors`` when the
@@ -506,7 +506,7 @@ def longrope(d: EvenSize, s: Factor = 1.0, L: Annotated[int, Integer(2, MAX_POSI
     # lambda: the long factors beyond L, the short ones up to it
     factors = long_factors if n > L else short_factors
     # theta'_i = theta_i / lambda_i, with the attention factor sqrt(1 + ln s / ln L)
-    return Frequencies(rope.inv_freq(d, base) / factors, longrope_attention_factor(s, L))
+    return ScaledRope(rope.inv_freq(d, base) / factors, longrope_attention_factor(s, L))
 
 
 def _pairs_in_head(d, rotated_pairs) -> None:
@@ -534,8 +534,8 @@ def proportional(d: EvenSize, rotated_pairs: Count, s: Factor = 1.0, base: Posit
 # Registry
 # ---------------------------------------------------------------------------
 
-#: The registry: method name -> function returning :class:`Frequencies`.
-METHODS: dict[str, Callable[..., Frequencies]] = {
+#: The registry: method name -> function returning :class:`ScaledRope`.
+METHODS: dict[str, Callable[..., ScaledRope]] = {
     "none": unscaled,
     "linear": position_interpolation,
     "pi": position_interpolation,
@@ -553,7 +553,7 @@ Method = Annotated[str, OneOf(*METHODS)]
 
 
 @contract
-def frequencies(method: Method, d: EvenSize, **options) -> Frequencies:
+def scale(method: Method, d: EvenSize, **options) -> ScaledRope:
     """Look ``method`` up in :data:`METHODS` and call it: ``METHODS[method](d, **options)``."""
     # the method checks its own options: they are the caller's
     return METHODS[method](d, **options)

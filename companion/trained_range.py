@@ -105,5 +105,5 @@ def extension(method: scaling.Method, d: EvenSize = 128, s: Factor = 8.0, L: Siz
     the same ``base``.
     """
     # the method checks its own options: they are the caller's
-    scaled = scaling.frequencies(method, d, s=s, L=L, base=base, **options)
+    scaled = scaling.scale(method, d, s=s, L=L, base=base, **options)
     return Extension.of(method, scaled.inv_freq, rope.inv_freq(d, base), s, L, scaled.attention_factor)

@@ -49,8 +49,9 @@ from companion import (
     alibi_torch,
     attention,
     configs,
+    integer_positions,
     interpolation,
-    layers,
+    layer_plans,
     mrope,
     nope,
     precision,
@@ -59,7 +60,6 @@ from companion import (
     remap,
     rope,
     rope_torch,
-    sampling,
     scaling,
     sinks,
     symbolic,
@@ -69,8 +69,8 @@ from companion import (
 MODULES = {"attention": attention, "absolute": absolute, "absolute_torch": absolute_torch, "relative": relative,
            "relative_torch": relative_torch, "rope": rope, "rope_torch": rope_torch, "alibi": alibi,
            "alibi_torch": alibi_torch, "nope": nope, "scaling": scaling, "trained_range": trained_range,
-           "interpolation": interpolation, "sampling": sampling, "configs": configs, "precision": precision,
-           "mrope": mrope, "layers": layers, "sinks": sinks, "remap": remap, "symbolic": symbolic}
+           "interpolation": interpolation, "integer_positions": integer_positions, "configs": configs, "precision": precision,
+           "mrope": mrope, "layer_plans": layer_plans, "sinks": sinks, "remap": remap, "symbolic": symbolic}
 
 #: Result types that hold what a function returned; companion builds them, they check nothing.
 RECORDS = {
@@ -617,8 +617,8 @@ SYM_X = symbolic.symbol_matrix("x", 2, 2)
 A_SYM, B_SYM = sp.symbols("a b", real=True)
 MROPE_P = np.array([[0, 0, 1, 1, 2], [0, 1, 0, 1, 2], [0, 1, 2, 0, 3]])
 X58 = rng.normal(size=(5, D))
-PLAN_LOCAL = layers.LayerPlan(rope=True, base=10000.0, window=4)
-PLANS = layers.gemma3(6, every=3, window=16)
+PLAN_LOCAL = layer_plans.LayerPlan(rope=True, base=10000.0, window=4)
+PLANS = layer_plans.gemma3(6, every=3, window=16)
 
 
 def _close_to(expected):
@@ -838,13 +838,13 @@ EXAMPLES: dict[str, Example] = {
     ]),
     "rope.long_term_decay": Example(rope.long_term_decay, dict(distances=[0.0, 1.5, -10.0, 100.0], inv_freq=TH)),
     "rope.decay_bound": Example(rope.decay_bound, dict(h=H4, distances=[0.0, 1.5, 100.0], inv_freq=TH)),
-    # --- sampling -------------------------------------------------------------
-    "sampling.aliased_step": Example(sampling.aliased_step, dict(phi=[0.5, 3.5, -4.0])),
-    "sampling.pair_readings": Example(sampling.pair_readings, dict(phi=2.0, positions=[0.0, 1.0, 2.5]), [
+    # --- integer_positions -------------------------------------------------------------
+    "integer_positions.aliased_step": Example(integer_positions.aliased_step, dict(phi=[0.5, 3.5, -4.0])),
+    "integer_positions.pair_readings": Example(integer_positions.pair_readings, dict(phi=2.0, positions=[0.0, 1.0, 2.5]), [
         Case('vector phi', {'phi': [1.0, 2.0]}),
     ]),
-    "sampling.reading_distance": Example(sampling.reading_distance, dict(k=[1.0, 2.5, 100.0], inv_freq=TH)),
-    "sampling.nearest_return": Example(sampling.nearest_return, dict(n_max=100, inv_freq=TH, k_min=1), [
+    "integer_positions.reading_distance": Example(integer_positions.reading_distance, dict(k=[1.0, 2.5, 100.0], inv_freq=TH)),
+    "integer_positions.nearest_return": Example(integer_positions.nearest_return, dict(n_max=100, inv_freq=TH, k_min=1), [
         Case('k_min > n_max', {'k_min': 101}),
         Case('hours of work', {'n_max': 2 ** 31, 'inv_freq': np.ones(64)}, names=('n_max', 'inv_freq')),
     ]),
@@ -925,7 +925,7 @@ EXAMPLES: dict[str, Example] = {
     ]),
     "nope.unmasked_probe_floor": Example(nope.unmasked_probe_floor, dict(n_tokens=16, bos=True)),
     # --- scaling --------------------------------------------------------------
-    "scaling.Frequencies": Example(scaling.Frequencies, dict(inv_freq=TH, attention_factor=1.0)),
+    "scaling.ScaledRope": Example(scaling.ScaledRope, dict(inv_freq=TH, attention_factor=1.0)),
     "scaling.unscaled": Example(scaling.unscaled, dict(d=D, s=2.0, L=4096, base=10000.0)),
     "scaling.position_interpolation": Example(scaling.position_interpolation, dict(d=D, s=2.0, L=4096, base=10000.0)),
     "scaling.ntk_base": Example(scaling.ntk_base, dict(d=D, s=2.0, base=10000.0), [
@@ -967,7 +967,7 @@ EXAMPLES: dict[str, Example] = {
                                long_factors=np.full(4, 2.0), current_length=5000), [
         Case('short_factors of another length', {'short_factors': np.ones(3)}),
     ]),
-    "scaling.frequencies": Example(scaling.frequencies, dict(method='yarn', d=16)),
+    "scaling.scale": Example(scaling.scale, dict(method='yarn', d=16)),
     "scaling.training_turns": Example(scaling.training_turns, dict(inv_freq=TH, L=4096)),
     # --- trained_range --------------------------------------------------------
     "trained_range.angle_ratio": Example(trained_range.angle_ratio, dict(scaled_inv_freq=TH / 2, inv_freq=TH, s=2.0), [
@@ -1172,37 +1172,37 @@ EXAMPLES: dict[str, Example] = {
         Case('huge grid', {'h': 2 ** 16, 'w': 2 ** 16}, names=('h', 'w')),
     ]),
     # --- layers ---------------------------------------------------------------
-    "layers.LayerPlan": Example(layers.LayerPlan, dict(rope=True, base=10000.0, factor=2.0, window=16, chunk=None,
+    "layer_plans.LayerPlan": Example(layer_plans.LayerPlan, dict(rope=True, base=10000.0, factor=2.0, window=16, chunk=None,
                                                         qk_norm=False, temperature=False)),
-    "layers.gemma2": Example(layers.gemma2, dict(n_layers=4, window=16, base=10000.0)),
-    "layers.gemma3": Example(layers.gemma3, dict(n_layers=6, every=3, window=16, local_base=10000.0,
+    "layer_plans.gemma2": Example(layer_plans.gemma2, dict(n_layers=4, window=16, base=10000.0)),
+    "layer_plans.gemma3": Example(layer_plans.gemma3, dict(n_layers=6, every=3, window=16, local_base=10000.0,
                                                  global_base=1e6, global_factor=8.0)),
-    "layers.gpt_oss": Example(layers.gpt_oss, dict(n_layers=4, window=16, base=150000.0)),
-    "layers.llama4": Example(layers.llama4, dict(n_layers=8, nope_every=4, chunk=64, base=500000.0, qk_norm=True)),
-    "layers.smollm3": Example(layers.smollm3, dict(n_layers=8, nope_every=4, base=5e6)),
-    "layers.rnope_swa": Example(layers.rnope_swa, dict(n_layers=8, every=4, window=16, base=10000.0)),
-    "layers.sliding_window_mask": Example(layers.sliding_window_mask, dict(n=6, window=3), [
+    "layer_plans.gpt_oss": Example(layer_plans.gpt_oss, dict(n_layers=4, window=16, base=150000.0)),
+    "layer_plans.llama4": Example(layer_plans.llama4, dict(n_layers=8, nope_every=4, chunk=64, base=500000.0, qk_norm=True)),
+    "layer_plans.smollm3": Example(layer_plans.smollm3, dict(n_layers=8, nope_every=4, base=5e6)),
+    "layer_plans.rnope_swa": Example(layer_plans.rnope_swa, dict(n_layers=8, every=4, window=16, base=10000.0)),
+    "layer_plans.sliding_window_mask": Example(layer_plans.sliding_window_mask, dict(n=6, window=3), [
         Case('huge n', {'n': 2 ** 20}),
     ]),
-    "layers.chunked_mask": Example(layers.chunked_mask, dict(n=6, chunk=4), [
+    "layer_plans.chunked_mask": Example(layer_plans.chunked_mask, dict(n=6, chunk=4), [
         Case('huge n', {'n': 2 ** 20}),
     ]),
-    "layers.layer_mask": Example(layers.layer_mask, dict(plan=PLAN_LOCAL, n=6), [
+    "layer_plans.layer_mask": Example(layer_plans.layer_mask, dict(plan=PLAN_LOCAL, n=6), [
         Case('a dict for a plan', {'plan': {'rope': True}}),
         Case('huge n', {'n': 2 ** 20}),
     ]),
-    "layers.reach": Example(layers.reach, dict(plan=PLAN_LOCAL, n=6)),
-    "layers.longest_rotated_distance": Example(layers.longest_rotated_distance, dict(plans=PLANS, n=64), [
+    "layer_plans.reach": Example(layer_plans.reach, dict(plan=PLAN_LOCAL, n=6)),
+    "layer_plans.longest_rotated_distance": Example(layer_plans.longest_rotated_distance, dict(plans=PLANS, n=64), [
         Case('a list of dicts', {'plans': [{'rope': True}]}),
         Case('no layers', {'plans': []}, lambda r: r == 0),
     ]),
-    "layers.cached_keys": Example(layers.cached_keys, dict(plans=PLANS, n=64), [
+    "layer_plans.cached_keys": Example(layer_plans.cached_keys, dict(plans=PLANS, n=64), [
         Case('a list of strings', {'plans': ['global']}),
     ]),
-    "layers.layer_frequencies": Example(layers.layer_frequencies, dict(plan=PLAN_LOCAL, d=D), [
-        Case('a NoPE layer', {'plan': layers.LayerPlan(rope=False)}, lambda r: r is None),
+    "layer_plans.layer_frequencies": Example(layer_plans.layer_frequencies, dict(plan=PLAN_LOCAL, d=D), [
+        Case('a NoPE layer', {'plan': layer_plans.LayerPlan(rope=False)}, lambda r: r is None),
     ]),
-    "layers.qk_rms_norm": Example(layers.qk_rms_norm, dict(x=Q3, eps=1e-5), [
+    "layer_plans.qk_rms_norm": Example(layer_plans.qk_rms_norm, dict(x=Q3, eps=1e-5), [
         Case('a zero row', {'x': np.zeros((2, D))}, lambda r: np.array_equal(r, np.zeros((2, D)))),
         Case('eps 0 on a zero row', {'x': np.zeros((2, D)), 'eps': 0.0}, names=('eps',)),
         Case('eps 0', {'eps': 0.0}, lambda r: np.allclose(np.mean(r ** 2, axis=-1), 1.0)),

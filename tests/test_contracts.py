@@ -27,7 +27,7 @@ from companion import (  # noqa: E402,E501
     absolute,
     alibi,
     configs,
-    layers,
+    layer_plans,
     mrope,
     nope,
     precision,
@@ -131,10 +131,10 @@ def test_an_overflowing_result_is_blamed_on_the_inputs_declared():
 
 
 def test_a_dataclass_is_declared_by_its_fields():
-    frequencies = scaling.Frequencies([1.0, 0.5])
+    frequencies = scaling.ScaledRope([1.0, 0.5])
     assert isinstance(frequencies.inv_freq, np.ndarray) and frequencies.attention_factor == 1.0
     with pytest.raises(ValueError, match="inv_freq must be a non-empty 1-D array of frequencies > 0"):
-        scaling.Frequencies([1.0, -0.5])
+        scaling.ScaledRope([1.0, -0.5])
 
 
 def test_varargs_are_declared_as_one_tuple():
@@ -238,7 +238,7 @@ def test_kinds_describe_their_ranges():
 # --- bodies are the math ------------------------------------------------------------------
 
 MATH_MODULES = ["attention", "absolute", "absolute_torch", "relative", "relative_torch", "rope", "rope_torch", "alibi",
-                "alibi_torch", "nope", "scaling", "trained_range", "interpolation", "sampling", "configs/reading",
+                "alibi_torch", "nope", "scaling", "trained_range", "interpolation", "integer_positions", "configs/reading",
                 "configs/rope_types", "configs/applied", "configs/published", "precision", "symbolic"]
 
 
@@ -421,27 +421,27 @@ def test_chapter_11_defaults_are_the_librarys():
         warnings.simplefilter("ignore")
         gemma2, gemma3, gpt_oss = Gemma2Config(), Gemma3TextConfig(), GptOssConfig()
         llama4, smollm3, cohere2 = Llama4TextConfig(), SmolLM3Config(), Cohere2Config()
-    assert _default(layers.gemma2, "window") == gemma2.sliding_window
-    assert _default(layers.gemma2, "base") == gemma2.rope_parameters["rope_theta"]
-    assert _default(layers.gemma3, "local_base") == gemma3.rope_parameters["sliding_attention"]["rope_theta"]
-    assert _default(layers.gemma3, "global_base") == gemma3.rope_parameters["full_attention"]["rope_theta"]
+    assert _default(layer_plans.gemma2, "window") == gemma2.sliding_window
+    assert _default(layer_plans.gemma2, "base") == gemma2.rope_parameters["rope_theta"]
+    assert _default(layer_plans.gemma3, "local_base") == gemma3.rope_parameters["sliding_attention"]["rope_theta"]
+    assert _default(layer_plans.gemma3, "global_base") == gemma3.rope_parameters["full_attention"]["rope_theta"]
     released = configs.published("Gemma 3 27B, local layers").config["text_config"]
-    assert _default(layers.gemma3, "window") == released["sliding_window"]
-    assert _default(layers.gemma3, "global_factor") == released["rope_scaling"]["factor"]
-    every = _default(layers.gemma3, "every")
+    assert _default(layer_plans.gemma3, "window") == released["sliding_window"]
+    assert _default(layer_plans.gemma3, "global_factor") == released["rope_scaling"]["factor"]
+    every = _default(layer_plans.gemma3, "every")
     assert [t == "full_attention" for t in gemma3.layer_types[:2 * every]] == \
         [(layer + 1) % every == 0 for layer in range(2 * every)]
-    assert _default(layers.gpt_oss, "window") == gpt_oss.sliding_window
-    assert _default(layers.gpt_oss, "base") == gpt_oss.rope_parameters["rope_theta"]
-    assert _default(layers.llama4, "chunk") == llama4.attention_chunk_size
-    assert _default(layers.llama4, "base") == llama4.rope_parameters["rope_theta"]
-    assert _default(layers.llama4, "qk_norm") is llama4.use_qk_norm
-    assert _default(layers.llama4, "nope_every") == llama4.no_rope_layer_interval
-    assert _default(layers.smollm3, "nope_every") == smollm3.no_rope_layer_interval
-    assert _default(layers.rnope_swa, "window") == cohere2.sliding_window
-    assert _default(layers.rnope_swa, "base") == cohere2.rope_parameters["rope_theta"]
+    assert _default(layer_plans.gpt_oss, "window") == gpt_oss.sliding_window
+    assert _default(layer_plans.gpt_oss, "base") == gpt_oss.rope_parameters["rope_theta"]
+    assert _default(layer_plans.llama4, "chunk") == llama4.attention_chunk_size
+    assert _default(layer_plans.llama4, "base") == llama4.rope_parameters["rope_theta"]
+    assert _default(layer_plans.llama4, "qk_norm") is llama4.use_qk_norm
+    assert _default(layer_plans.llama4, "nope_every") == llama4.no_rope_layer_interval
+    assert _default(layer_plans.smollm3, "nope_every") == smollm3.no_rope_layer_interval
+    assert _default(layer_plans.rnope_swa, "window") == cohere2.sliding_window
+    assert _default(layer_plans.rnope_swa, "base") == cohere2.rope_parameters["rope_theta"]
     assert [t == "full_attention" for t in cohere2.layer_types[:8]] == \
-        [(layer + 1) % _default(layers.rnope_swa, "every") == 0 for layer in range(8)]
+        [(layer + 1) % _default(layer_plans.rnope_swa, "every") == 0 for layer in range(8)]
 
 
 def test_chapter_11_defaults_are_the_papers():

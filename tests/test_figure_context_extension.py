@@ -35,7 +35,7 @@ def test_data_match_companion(data):
             assert data["n_out"][method][k] == ext.n_out == sum(data["out"][method][k])
             assert data["worst"][method][k] == pytest.approx(ext.worst_ratio, abs=1e-8)
             assert data["attention_factor"][method][k] == pytest.approx(ext.attention_factor, abs=1e-8)
-            freq = scaling.frequencies(method, 128, s=float(s), L=4096, base=10000.0).inv_freq
+            freq = scaling.scale(method, 128, s=float(s), L=4096, base=10000.0).inv_freq
             assert np.allclose(data["scaled_freq"][method][k], freq, rtol=1e-6, atol=0), (method, s)
             # the ratio is s * theta' / theta
             assert np.allclose(np.array(data["ratio"][method][k]),

@@ -7,12 +7,9 @@ import pytest
 import torch
 
 from companion import (
-    absolute,
     absolute_torch,
-    alibi,
     alibi_torch,
     nope,
-    relative,
     relative_torch,
     rope,
     rope_torch,
@@ -176,7 +173,7 @@ def test_rope_scaling_switch_uses_companion_scaling(method):
     x = tokens()
     before = model(x)
     model.set_rope_scaling(method, s=4)
-    expected = scaling.frequencies(method, model.d_head, s=4, L=12, base=10000.0)
+    expected = scaling.scale(method, model.d_head, s=4, L=12, base=10000.0)
     np.testing.assert_array_equal(model.rope.inv_freq.numpy(), expected.inv_freq)
     assert model.rope.attention_factor == expected.attention_factor
     assert not torch.allclose(model(x), before)

@@ -248,13 +248,13 @@ def test_registry_names():
     assert set(scaling.METHODS) == {"none", "linear", "pi", "ntk", "dynamic_ntk", "yarn", "yarn_code",
                                     "llama3", "longrope", "base_change"}
     assert scaling.METHODS["linear"] is scaling.METHODS["pi"] is scaling.position_interpolation
-    f = scaling.frequencies("yarn", D, s=S, L=L)
-    assert isinstance(f, scaling.Frequencies) and f.inv_freq.shape == (64,)
+    f = scaling.scale("yarn", D, s=S, L=L)
+    assert isinstance(f, scaling.ScaledRope) and f.inv_freq.shape == (64,)
 
 
 @pytest.mark.parametrize("method", ["none", "pi", "ntk", "dynamic_ntk", "yarn", "yarn_code", "llama3"])
 def test_scale_one_changes_nothing(method):
-    f = scaling.frequencies(method, D, s=1.0, L=L, base=BASE)
+    f = scaling.scale(method, D, s=1.0, L=L, base=BASE)
     np.testing.assert_allclose(f.inv_freq, THETA, rtol=1e-15)
     assert f.attention_factor == 1.0
 
@@ -265,7 +265,7 @@ def test_scale_one_changes_nothing(method):
 def test_scaled_frequencies_lie_between_interpolation_and_original(half, s, log_length, method):
     d, length = 2 * half, 2 ** log_length
     theta = rope.inv_freq(d, BASE)
-    f = scaling.frequencies(method, d, s=s, L=length, base=BASE).inv_freq
+    f = scaling.scale(method, d, s=s, L=length, base=BASE).inv_freq
     assert np.all(f <= theta * (1 + 1e-12)) and np.all(f >= theta / s * (1 - 1e-12))
     if method != "ntk":  # every pair that never turned fully is interpolated: nothing leaves the range
         assert not trained_range.out_of_range(f, theta, s, length).any()
@@ -273,7 +273,7 @@ def test_scaled_frequencies_lie_between_interpolation_and_original(half, s, log_
 
 @pytest.mark.parametrize("method", ["none", "yarn", "yarn_code", "llama3", "ntk"])
 def test_every_method_plugs_into_the_torch_layer(method):
-    f = scaling.frequencies(method, 16, s=4.0, L=256, base=BASE)
+    f = scaling.scale(method, 16, s=4.0, L=256, base=BASE)
     layer = rope_torch.RotaryEmbedding(16, inv_freq=f.inv_freq, attention_factor=f.attention_factor, layout="split")
     x = np.random.default_rng(3).normal(size=(2, 50, 16))
     out, _ = layer(torch.tensor(x), torch.tensor(x), torch.arange(50) * 20)
@@ -303,7 +303,7 @@ def test_every_method_plugs_into_the_torch_layer(method):
     (lambda: scaling.longrope(D, s=2.0, short_factors=np.ones(63), long_factors=np.ones(64)), "short_factors"),
     (lambda: scaling.longrope(D, s=2.0, short_factors=np.ones(64), long_factors=np.ones(65)), "long_factors"),
     (lambda: scaling.longrope(D, s=2.0, short_factors=np.ones(64), long_factors=-np.ones(64)), "long_factors"),
-    (lambda: scaling.frequencies("rope_scaling", D), "method"),
+    (lambda: scaling.scale("rope_scaling", D), "method"),
     (lambda: scaling.training_turns(np.array([1.0, -1.0]), 4096), "inv_freq"),
 ])
 def test_bad_input_raises_value_error_naming_the_parameter(call, match):

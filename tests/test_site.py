@@ -467,7 +467,7 @@ def test_every_module_has_an_api_page(built_site):
     from api_pages import public_modules
 
     modules = public_modules()
-    assert {"companion.rope", "companion.figures.rope", "companion.checks", "companion.exercises"} <= set(modules)
+    assert {"companion.rope", "companion.figures.rope", "companion.checks", "companion.mistakes"} <= set(modules)
     assert any(m == "companion.lab" or m.startswith("companion.lab.") for m in modules)
     overview = (built_site / "book" / "api.html").read_text()
     for module in modules:

@@ -6,7 +6,7 @@ seen angles up to ``L theta_i``. Run at length ``s L``, pair ``i`` reaches
 ``s L theta'_i``, with ``theta'`` the frequencies of the chosen context-extension
 method; the figure shows, per pair, the ratio ``s theta'_i / theta_i`` of that
 largest angle to the largest angle seen in training. Python computes every number
-with :func:`companion.trained_range.extension` (and :func:`companion.scaling.frequencies`,
+with :func:`companion.trained_range.extension` (and :func:`companion.scaling.scale`,
 :func:`companion.scaling.training_turns`) for every method and every integer scale;
 the drawing shows one method at one scale.
 """
@@ -65,7 +65,7 @@ def context_extension_data(d: FigureWidth = 128, L: Count = scaling.LLAMA2_CONTE
     for method in _NAMES:
         for s in s_values:
             ext = trained_range.extension(method, d=d, s=float(s), L=L, base=base)
-            freq = scaling.frequencies(method, d, s=float(s), L=L, base=base).inv_freq
+            freq = scaling.scale(method, d, s=float(s), L=L, base=base).inv_freq
             n_slow = ext.n_slow
             ratio[method].append([float(x) for x in np.round(ext.ratio, 9)])
             scaled_freq[method].append(_sig(freq))

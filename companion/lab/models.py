@@ -259,7 +259,7 @@ class TinyTransformer(nn.Module):
     def set_rope_scaling(self, method: str = "none", s: float = 1.0, **options) -> dict:
         r"""Switch the RoPE frequencies to ``method`` of :data:`companion.scaling.METHODS`.
 
-        The frequencies are ``companion.scaling.frequencies(method, d_head, s=s,
+        The frequencies are ``companion.scaling.scale(method, d_head, s=s,
         L=context_length, base=rope_base, **options)`` (``options`` may override
         ``L`` or ``base``), and the attention factor the method returns is applied
         by :class:`companion.rope_torch.RotaryEmbedding`. ``"dynamic_ntk"`` is recomputed
@@ -271,8 +271,8 @@ class TinyTransformer(nn.Module):
         return self._rotary_scheme().set_scaling(method, s, **options)
 
     @contract
-    def rope_frequencies(self, n: Count | None = None) -> scaling.Frequencies:
-        """The :class:`companion.scaling.Frequencies` this model uses for an input of length ``n``.
+    def rope_frequencies(self, n: Count | None = None) -> scaling.ScaledRope:
+        """The :class:`companion.scaling.ScaledRope` this model uses for an input of length ``n``.
 
         ``n`` matters only for ``"dynamic_ntk"``; ``None`` means ``context_length``.
         """

@@ -247,14 +247,14 @@ class RotaryScheme(Scheme):
     def frequencies(self, setting: dict, current_length: int | None):
         """The frequencies of ``setting`` at input length ``current_length``.
 
-        A :class:`companion.scaling.Frequencies`, or for p-RoPE a
+        A :class:`companion.scaling.ScaledRope`, or for p-RoPE a
         :class:`PartialFrequencies` (the same fields, with the unrotated pairs at 0).
         """
         options = {"s": setting["s"], "L": self.context_length, "base": self.base,
                    **{k: v for k, v in setting.items() if k not in ("method", "s")}}
         if setting["method"] == "dynamic_ntk" and current_length is not None:
             options["current_length"] = current_length
-        freqs = scaling.frequencies(setting["method"], self.d_head, **options)
+        freqs = scaling.scale(setting["method"], self.d_head, **options)
         if self.fraction is None:
             return freqs
         return PartialFrequencies(freqs.inv_freq * self._rotating(), freqs.attention_factor)

@@ -5,21 +5,21 @@ attention); nothing is downloaded. Companion recomputes each layer from its weig
 head by head in numpy float64 and must agree with the library's output:
 
 * gpt-oss (``GptOssAttention``, a banded layer and a dense layer): YaRN rotation from
-  ``companion.configs``, the sliding window of ``companion.layers`` and the learned sink
+  ``companion.configs``, the sliding window of ``companion.layer_plans`` and the learned sink
   of ``companion.sinks``; agreement to 1e-5 (the rotary tables are float32);
 * Llama 4 (``Llama4TextAttention``): a RoPE layer (adjacent pairs, QK-norm, chunked mask)
   and a NoPE layer (no rotation, no QK-norm, full causal mask, queries scaled by
   ``nope.attention_temperature`` with a ``floor_scale`` small enough to act within the
   test's 24 tokens); the layer pattern (``no_rope_layers``, ``layer_types``) equals
-  ``layers.llama4``; 1e-5;
+  ``layer_plans.llama4``; 1e-5;
 * SmolLM3 (``SmolLM3Attention``): layer 0 rotates (split pairs), layer 3 does not; the
-  pattern equals ``layers.smollm3``; 1e-5;
+  pattern equals ``layer_plans.smollm3``; 1e-5;
 * Cohere 2, an RNoPE-SWA stack (``Cohere2Attention``): RoPE (adjacent pairs, computed by the
   library in float32) only in the sliding layers; 1e-5;
 * Gemma 3 (``Gemma3RotaryEmbedding``): the frequencies of the local and global layer
-  types equal ``layers.layer_frequencies`` of ``layers.gemma3`` to 4 * 2^-23 relative,
+  types equal ``layer_plans.layer_frequencies`` of ``layer_plans.gemma3`` to 4 * 2^-23 relative,
   and the layer types equal the plan's windows;
-* the masks: ``layers.sliding_window_mask`` and ``layers.chunked_mask`` equal the
+* the masks: ``layer_plans.sliding_window_mask`` and ``layer_plans.chunked_mask`` equal the
   library's mask functions entry by entry.
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ from transformers.models.llama4.configuration_llama4 import Llama4TextConfig  # 
 from transformers.models.smollm3 import modeling_smollm3  # noqa: E402
 from transformers.models.smollm3.configuration_smollm3 import SmolLM3Config  # noqa: E402
 
-from companion import attention, configs, layers, nope, rope, sinks  # noqa: E402
+from companion import attention, configs, layer_plans, nope, rope, sinks  # noqa: E402
 
 EPS32 = 2.0 ** -23
 N = 24
@@ -111,8 +111,8 @@ def test_gpt_oss_attention_with_sinks_equals_companion(layer_idx):
     rotary = modeling_gpt_oss.GptOssRotaryEmbedding(config)
     x = torch.randn(1, N, 128, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
     cos, sin = rotary(x, torch.arange(N)[None])
-    plan = layers.gpt_oss(2, window=5)[layer_idx]
-    mask = layers.layer_mask(plan, N)
+    plan = layer_plans.gpt_oss(2, window=5)[layer_idx]
+    mask = layer_plans.layer_mask(plan, N)
     with torch.no_grad():
         theirs, _ = layer(x, position_embeddings=(cos.double(), sin.double()), attention_mask=additive(mask))
     (wq, bq), (wk, bk), (wv, bv), (wo, bo) = weights(layer)
@@ -134,7 +134,7 @@ def test_gpt_oss_attention_with_sinks_equals_companion(layer_idx):
 
 def test_gpt_oss_layer_types_alternate_banded_first():
     config = quiet(lambda: GptOssConfig(**SIZES, num_hidden_layers=6, num_local_experts=2))
-    plan = layers.gpt_oss(6)
+    plan = layer_plans.gpt_oss(6)
     assert config.layer_types == ["sliding_attention" if p.window else "full_attention" for p in plan]
     assert config.sliding_window == plan[0].window == 128
 
@@ -152,12 +152,12 @@ def llama4_config(**extra):
 
 def test_llama4_layer_pattern_equals_companion():
     config = llama4_config()
-    plan = layers.llama4(8, chunk=8)
+    plan = layer_plans.llama4(8, chunk=8)
     assert config.no_rope_layers == [int(p.rope) for p in plan]   # 1 means "uses RoPE"
     assert config.layer_types == ["chunked_attention" if p.chunk else "full_attention" for p in plan]
     assert [p.temperature for p in plan] == [not p.rope for p in plan]
     defaults = quiet(lambda: Llama4TextConfig())
-    assert (defaults.no_rope_layer_interval, defaults.attention_chunk_size) == (4, 8192) == (4, layers.llama4(8)[0].chunk)
+    assert (defaults.no_rope_layer_interval, defaults.attention_chunk_size) == (4, 8192) == (4, layer_plans.llama4(8)[0].chunk)
     assert (defaults.floor_scale, defaults.attn_scale) == (8192, 0.1)
 
 
@@ -165,22 +165,22 @@ def test_llama4_layer_pattern_equals_companion():
 def test_llama4_attention_equals_companion(layer_idx):
     config = llama4_config()
     layer = random_layer(modeling_llama4.Llama4TextAttention(config, layer_idx), seed=10 + layer_idx)
-    plan = layers.llama4(8, chunk=8)[layer_idx]
+    plan = layer_plans.llama4(8, chunk=8)[layer_idx]
     assert layer.use_rope == plan.rope and hasattr(layer, "qk_norm") == plan.qk_norm
     rotary = modeling_llama4.Llama4TextRotaryEmbedding(config)
     x = torch.randn(1, N, 128, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
     freqs_cis = rotary(x, torch.arange(N)[None])
-    mask = layers.layer_mask(plan, N)
+    mask = layer_plans.layer_mask(plan, N)
     with torch.no_grad():
         theirs, _ = layer(x, position_embeddings=freqs_cis, attention_mask=additive(mask))
     (wq, bq), (wk, bk), (wv, bv), (wo, bo) = weights(layer)
     d, xs = SIZES["head_dim"], x[0].numpy()
     q, k, v = heads(xs, wq, bq, d), heads(xs, wk, bk, d), heads(xs, wv, bv, d)
     if plan.rope:
-        theta = layers.layer_frequencies(plan, d)
+        theta = layer_plans.layer_frequencies(plan, d)
         q, k = rope.rotate(q, np.arange(N), theta, "adjacent"), rope.rotate(k, np.arange(N), theta, "adjacent")
     if plan.qk_norm:
-        q, k = layers.qk_rms_norm(q, config.rms_norm_eps), layers.qk_rms_norm(k, config.rms_norm_eps)
+        q, k = layer_plans.qk_rms_norm(q, config.rms_norm_eps), layer_plans.qk_rms_norm(k, config.rms_norm_eps)
     if plan.temperature:
         q = q * nope.attention_temperature(np.arange(N), config.floor_scale, config.attn_scale)[:, None]
     outs = [attention.scaled_dot_product_attention(q[h], k[h // 2], v[h // 2], mask)[0] for h in range(4)]
@@ -201,19 +201,19 @@ def test_llama4_temperature_is_active_in_the_nope_test():
 def test_smollm3_attention_equals_companion(layer_idx):
     config = quiet(lambda: eager(SmolLM3Config(**SIZES, num_hidden_layers=8, intermediate_size=64,
                                                rope_parameters={"rope_type": "default", "rope_theta": 5e6})))
-    plan = layers.smollm3(8)
+    plan = layer_plans.smollm3(8)
     assert config.no_rope_layers == [int(p.rope) for p in plan]
     layer = random_layer(modeling_smollm3.SmolLM3Attention(config, layer_idx), seed=20 + layer_idx)
     rotary = modeling_smollm3.SmolLM3RotaryEmbedding(config)
     x = torch.randn(1, N, 128, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
     cos, sin = rotary(x, torch.arange(N)[None])
-    mask = layers.layer_mask(plan[layer_idx], N)
+    mask = layer_plans.layer_mask(plan[layer_idx], N)
     with torch.no_grad():
         theirs, _ = layer(x, position_embeddings=(cos.double(), sin.double()), attention_mask=additive(mask))
     (wq, bq), (wk, bk), (wv, bv), (wo, bo) = weights(layer)
     d, xs = SIZES["head_dim"], x[0].numpy()
     q, k, v = heads(xs, wq, bq, d), heads(xs, wk, bk, d), heads(xs, wv, bv, d)
-    theta = layers.layer_frequencies(plan[layer_idx], d)
+    theta = layer_plans.layer_frequencies(plan[layer_idx], d)
     if theta is not None:
         q, k = rope.rotate(q, np.arange(N), theta, "split"), rope.rotate(k, np.arange(N), theta, "split")
     outs = [attention.scaled_dot_product_attention(q[h], k[h // 2], v[h // 2], mask)[0] for h in range(4)]
@@ -228,19 +228,19 @@ def test_smollm3_attention_equals_companion(layer_idx):
 def test_cohere2_rotates_only_in_sliding_layers(layer_idx):
     config = quiet(lambda: eager(Cohere2Config(**SIZES, num_hidden_layers=4, sliding_window=6,
                                                intermediate_size=64)))
-    plan = layers.rnope_swa(4, window=6, base=config.rope_parameters["rope_theta"])
+    plan = layer_plans.rnope_swa(4, window=6, base=config.rope_parameters["rope_theta"])
     assert config.layer_types == ["sliding_attention" if p.window else "full_attention" for p in plan]
     layer = random_layer(modeling_cohere2.Cohere2Attention(config, layer_idx), seed=30 + layer_idx)
     rotary = modeling_cohere2.Cohere2RotaryEmbedding(config)
     x = torch.randn(1, N, 128, dtype=torch.float64, generator=torch.Generator().manual_seed(11))
     cos, sin = rotary(x, torch.arange(N)[None])
-    mask = layers.layer_mask(plan[layer_idx], N)
+    mask = layer_plans.layer_mask(plan[layer_idx], N)
     with torch.no_grad():
         theirs, _ = layer(x, position_embeddings=(cos.double(), sin.double()), attention_mask=additive(mask))
     (wq, bq), (wk, bk), (wv, bv), (wo, bo) = weights(layer)
     d, xs = SIZES["head_dim"], x[0].numpy()
     q, k, v = heads(xs, wq, bq, d), heads(xs, wk, bk, d), heads(xs, wv, bv, d)
-    theta = layers.layer_frequencies(plan[layer_idx], d)
+    theta = layer_plans.layer_frequencies(plan[layer_idx], d)
     if theta is not None:
         q, k = rope.rotate(q, np.arange(N), theta, "adjacent"), rope.rotate(k, np.arange(N), theta, "adjacent")
     outs = [attention.scaled_dot_product_attention(q[h], k[h // 2], v[h // 2], mask)[0] for h in range(4)]
@@ -257,14 +257,14 @@ def test_gemma3_per_layer_bases_equal_the_library():
         sliding_window=16, rope_parameters={
             "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
             "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1_000_000.0}}))
-    plan = layers.gemma3(12, window=16)
+    plan = layer_plans.gemma3(12, window=16)
     assert config.layer_types == ["sliding_attention" if p.window else "full_attention" for p in plan]
     module = modeling_gemma3.Gemma3RotaryEmbedding(config)
     for kind, p in (("sliding_attention", plan[0]), ("full_attention", plan[5])):
         theirs = getattr(module, f"{kind}_inv_freq").numpy()
-        np.testing.assert_allclose(layers.layer_frequencies(p, 64), theirs, rtol=4 * EPS32, atol=0)
+        np.testing.assert_allclose(layer_plans.layer_frequencies(p, 64), theirs, rtol=4 * EPS32, atol=0)
     # the two bases really differ: the slowest global pair is about 800 times slower
-    local, glob = layers.layer_frequencies(plan[0], 64), layers.layer_frequencies(plan[5], 64)
+    local, glob = layer_plans.layer_frequencies(plan[0], 64), layer_plans.layer_frequencies(plan[5], 64)
     assert local[-1] / glob[-1] > 500
 
 
@@ -281,10 +281,10 @@ def library_mask(function, n):
 @pytest.mark.parametrize("window", [1, 3, 7])
 def test_sliding_window_mask_equals_the_library(window):
     theirs = library_mask(masking_utils.sliding_window_causal_mask_function(window), 12)
-    np.testing.assert_array_equal(layers.sliding_window_mask(12, window), theirs)
+    np.testing.assert_array_equal(layer_plans.sliding_window_mask(12, window), theirs)
 
 
 @pytest.mark.parametrize("chunk", [1, 4, 5])
 def test_chunked_mask_equals_the_library(chunk):
     theirs = library_mask(masking_utils.chunked_causal_mask_function(chunk, torch.zeros(1, dtype=torch.long)), 12)
-    np.testing.assert_array_equal(layers.chunked_mask(12, chunk), theirs)
+    np.testing.assert_array_equal(layer_plans.chunked_mask(12, chunk), theirs)

@@ -1,0 +1,93 @@
+"""companion.layer_plans: per-layer position plans, their masks and their reach."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from companion import layer_plans, nope, rope
+
+
+def test_plans_of_the_published_designs():
+    assert [p.rope for p in layer_plans.llama4(8)] == [True, True, True, False] * 2
+    assert [p.rope for p in layer_plans.smollm3(36)].count(False) == 9
+    g3 = layer_plans.gemma3(62)
+    assert sum(p.window is None for p in g3) == 10 and g3[5].base == 1e6 and g3[5].factor == 8.0
+    assert [p.window for p in layer_plans.gemma2(4)] == [4096, None, 4096, None]
+    assert [p.window for p in layer_plans.gpt_oss(4)] == [128, None, 128, None]
+    assert [p.rope for p in layer_plans.rnope_swa(8)] == [True, True, True, False] * 2
+    assert all(p.qk_norm and p.chunk == 8192 for p in layer_plans.llama4(8) if p.rope)
+    assert all(p.temperature and not p.qk_norm and p.chunk is None for p in layer_plans.llama4(8) if not p.rope)
+
+
+def test_masks_and_reach():
+    np.testing.assert_array_equal(layer_plans.chunked_mask(7, 3)[3], [False, False, False, True, False, False, False])
+    assert layer_plans.sliding_window_mask(9, 3).sum(axis=1).tolist() == [1, 2, 3, 3, 3, 3, 3, 3, 3]
+    assert layer_plans.reach(layer_plans.LayerPlan(rope=True, window=128), 10_000) == 127
+    assert layer_plans.reach(layer_plans.LayerPlan(rope=True, chunk=8192), 100) == 99
+    assert layer_plans.reach(layer_plans.LayerPlan(rope=False), 100) == 99
+    for plan in (layer_plans.LayerPlan(rope=True, window=5), layer_plans.LayerPlan(rope=True, chunk=4), layer_plans.LayerPlan(rope=True)):
+        mask = layer_plans.layer_mask(plan, 23)
+        i, j = np.nonzero(mask)
+        assert (i - j).max() == layer_plans.reach(plan, 23)
+
+
+def test_longest_rotated_distance_of_whole_stacks():
+    assert layer_plans.longest_rotated_distance(layer_plans.llama4(48), 10_485_760) == 8191
+    assert layer_plans.longest_rotated_distance(layer_plans.smollm3(36), 131_072) == 131_071
+    assert layer_plans.longest_rotated_distance(layer_plans.rnope_swa(8), 256_000) == 4095
+    assert layer_plans.longest_rotated_distance(layer_plans.gemma3(62), 131_072) == 131_071
+    assert layer_plans.longest_rotated_distance([layer_plans.LayerPlan(rope=False)], 10) == 0
+
+
+def test_cached_keys():
+    n = 131_072
+    assert layer_plans.cached_keys(layer_plans.gemma3(6), n) == 5 * 1024 + n
+    assert layer_plans.cached_keys(layer_plans.gpt_oss(2), n) == 128 + n
+    assert layer_plans.cached_keys(layer_plans.llama4(4), 10) == 4 * 10
+    assert layer_plans.cached_keys(layer_plans.smollm3(36), n) == 36 * n
+
+
+def test_layer_frequencies():
+    assert layer_plans.layer_frequencies(layer_plans.LayerPlan(rope=False), 64) is None
+    np.testing.assert_allclose(layer_plans.layer_frequencies(layer_plans.gemma3(6)[5], 64), rope.inv_freq(64, 1e6) / 8)
+    np.testing.assert_allclose(layer_plans.layer_frequencies(layer_plans.gemma3(6)[0], 64), rope.inv_freq(64, 1e4))
+
+
+def test_qk_norm_commutes_with_the_rotation():
+    rng = np.random.default_rng(2)
+    x, theta = rng.normal(size=(9, 32)) * 3, rope.inv_freq(32)
+    for layout in ("adjacent", "split"):
+        a = layer_plans.qk_rms_norm(rope.rotate(x, np.arange(9), theta, layout))
+        b = rope.rotate(layer_plans.qk_rms_norm(x), np.arange(9), theta, layout)
+        np.testing.assert_allclose(a, b, atol=1e-12)
+    np.testing.assert_allclose(np.mean(layer_plans.qk_rms_norm(x, eps=0.0) ** 2, axis=-1), 1.0)
+
+
+def test_qk_norm_holds_at_every_scale():
+    """Scaled by 1e300 a vector is normalised to the same unit-RMS vector (no square
+    overflows to inf and no result collapses to 0); a vector far below sqrt(eps) is
+    normalised to almost 0, as x / sqrt(mean(x^2) + eps) says."""
+    x = np.random.default_rng(5).normal(size=(4, 16))
+    unit = layer_plans.qk_rms_norm(x, eps=0.0)
+    for scale in (1e-150, 1e150, 1e300):
+        np.testing.assert_allclose(layer_plans.qk_rms_norm(x * scale, eps=0.0), unit, rtol=1e-12)
+    np.testing.assert_allclose(layer_plans.qk_rms_norm(x * 1e300), unit, rtol=1e-12)
+    tiny = layer_plans.qk_rms_norm(x * 1e-300)
+    assert np.all(np.isfinite(tiny)) and np.max(np.abs(tiny)) < 1e-290
+
+
+def test_llama4_pattern_is_chapter_fives():
+    assert [("rope" if p.rope else "nope") for p in layer_plans.llama4(12)] == nope.irope_layer_pattern(12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: layer_plans.llama4(0),
+    lambda: layer_plans.gemma3(6, every=1),
+    lambda: layer_plans.sliding_window_mask(5, 0),
+    lambda: layer_plans.chunked_mask(0, 3),
+    lambda: layer_plans.qk_rms_norm([1.0, np.nan]),
+    lambda: layer_plans.qk_rms_norm([1.0, 2.0], eps=-1.0),
+])
+def test_bad_arguments_are_refused_by_name(call):
+    with pytest.raises(ValueError, match="must"):
+        call()
