@@ -494,12 +494,25 @@ class Seeds(Kind):
 
 
 class Text(Kind):
-    """A string."""
+    """A string (a non-empty one when ``nonempty``)."""
+
+    def __init__(self, nonempty: bool = False):
+        self.nonempty = nonempty
 
     def __call__(self, name, value):
-        if not isinstance(value, str):
-            raise ValueError(f"{name} must be a string, got {value!r}")
+        if not isinstance(value, str) or (self.nonempty and not value.strip()):
+            raise ValueError(f"{name} must be a {'non-empty ' if self.nonempty else ''}string, got {value!r}")
         return value
+
+
+class Texts(Kind):
+    """A non-empty sequence of non-empty strings (not one string); returned as a tuple."""
+
+    def __call__(self, name, value):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value \
+                or not all(isinstance(item, str) and item.strip() for item in value):
+            raise ValueError(f"{name} must be a non-empty list of non-empty strings, got {value!r}")
+        return tuple(value)
 
 
 class Anything(Kind):

@@ -25,9 +25,20 @@ from __future__ import annotations
 
 import matplotlib as mpl
 
-from .figures._base import PALETTE
-
 __all__ = ["COLUMN_WIDTH", "PANEL_HEIGHT", "PALETTE", "ink_on", "use_book_style"]
+
+#: Colour-blind-safe colours (Okabe and Ito 2008), by name: the static plots, the
+#: interactive figures' fallbacks and their drawing scripts use the same values.
+PALETTE = {
+    "blue": "#0072B2",
+    "orange": "#E69F00",
+    "vermillion": "#D55E00",
+    "green": "#009E73",
+    "sky": "#56B4E9",
+    "purple": "#CC79A7",
+    "grey": "#999999",
+    "black": "#000000",
+}
 
 #: Width in inches of a plot: legible at a phone's width (module docstring).
 COLUMN_WIDTH = 5.0

@@ -4,15 +4,13 @@ A chapter that prints a table with ``print`` and f-strings gets text: it wraps o
 screen and in print, and its columns drift apart. A :class:`Table` is shown as a table
 instead: as Markdown (``_repr_markdown_``), which Jupyter and Colab draw as a table, the
 book's HTML build as an HTML table and its LaTeX build as a LaTeX table; and as aligned
-text where only text can be shown (a terminal). :func:`source_links` does the same for a
-list of sources: short links instead of a wall of addresses.
+text where only text can be shown (a terminal).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-__all__ = ["Markdown", "Table", "source_link", "source_links"]
+__all__ = ["Markdown", "Table"]
 
 #: Column alignments: left, right, centred.
 ALIGNMENTS = {"l": ":---", "r": "---:", "c": ":---:"}
@@ -38,19 +36,21 @@ class Table:
     rows: tuple
     align: str = ""
 
-    def __init__(self, columns, rows, align=None):
-        columns = tuple(columns)
+    def __post_init__(self):
+        columns = tuple(self.columns)
         if not columns or not all(isinstance(name, str) for name in columns):
             raise ValueError(f"columns must be a non-empty sequence of strings, got {columns!r}")
-        rows = tuple(tuple(row) for row in rows)
+        rows = tuple(tuple(row) for row in self.rows)
         for index, row in enumerate(rows):
             if len(row) != len(columns):
                 raise ValueError(f"rows[{index}] has {len(row)} cells; the table has {len(columns)} columns")
-        if align is None:
+        align = self.align
+        if not align:  # text columns left-aligned, the others right-aligned
             first = rows[0] if rows else ("",) * len(columns)
             align = "".join("l" if isinstance(cell, str) else "r" for cell in first)
         if len(align) != len(columns) or set(align) - set(ALIGNMENTS):
             raise ValueError(f"align must have one of 'l', 'r', 'c' per column ({len(columns)}), got {align!r}")
+        # a frozen dataclass: the normalised values replace the given ones once, here
         object.__setattr__(self, "columns", columns)
         object.__setattr__(self, "rows", rows)
         object.__setattr__(self, "align", align)
@@ -79,51 +79,6 @@ class Table:
 
 def _pipe_row(cells) -> str:
     return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
-
-
-# ---- sources --------------------------------------------------------------------------
-
-ARXIV = re.compile(r"arXiv:(\d{4}\.\d{4,5})(v\d+)?")
-HUGGING_FACE_FILE = re.compile(r"https://huggingface\.co/([^/\s]+/[^/\s]+)/blob/[^/\s]+/(\S+)")
-GITHUB_FILE = re.compile(r"https://github\.com/([^/\s]+/[^/\s]+)/blob/[^/\s]+/(\S+)")
-ADDRESS = re.compile(r"https?://(\S+)")
-
-
-def source_link(source: str) -> str:
-    """One source, given as text, as short Markdown: each address a link named for what it is.
-
-    ``https://huggingface.co/<org>/<model>/blob/main/config.json`` becomes a link named
-    ``<org>/<model>: config.json``, a file on GitHub one named ``<owner>/<repo>: <path>``,
-    any other address one named for its host and path, and ``arXiv:NNNN.NNNNN`` a link to
-    the paper's abstract page; the rest of the text stays as it is.
-
-    Parameters
-    ----------
-    source : str
-        A source as ``companion.configs.PublishedConfig.sources`` holds them.
-    """
-    if not isinstance(source, str) or not source.strip():
-        raise ValueError(f"source must be a non-empty string, got {source!r}")
-
-    def address(match: re.Match) -> str:
-        url = match.group(0).rstrip(".,;)")
-        rest = match.group(0)[len(url):]
-        for pattern in (HUGGING_FACE_FILE, GITHUB_FILE):
-            named = pattern.fullmatch(url)
-            if named:
-                return f"[{named.group(1)}: {named.group(2)}]({url}){rest}"
-        return f"[{ADDRESS.fullmatch(url).group(1)}]({url}){rest}"
-
-    text = ADDRESS.sub(address, source)
-    return ARXIV.sub(lambda m: f"[arXiv:{m.group(1)}{m.group(2) or ''}](https://arxiv.org/abs/{m.group(1)})", text)
-
-
-def source_links(sources) -> str:
-    """Several sources, each as :func:`source_link` gives it, separated by semicolons."""
-    sources = tuple(sources)
-    if not sources:
-        raise ValueError("sources must name at least one source")
-    return "; ".join(source_link(source) for source in sources)
 
 
 class Markdown(str):

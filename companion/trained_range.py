@@ -1,4 +1,4 @@
-r"""Chapter 6's figure: which pairs a longer context takes beyond the angles seen in training.
+r"""The trained range: the angles each pair saw in training, and the pairs a longer context takes past them.
 
 A RoPE model trained on ``L`` positions saw each pair ``i`` turn through the angles
 ``0 .. L theta_i``. Its fast pairs completed many turns and have seen every angle;
@@ -6,8 +6,10 @@ its slow pairs, with ``r_i = L theta_i / (2 pi) < 1`` turns in training
 (:func:`companion.scaling.training_turns`), saw only part of the circle. At length
 ``s L`` a method with frequencies ``theta'`` reaches ``s L theta'_i``: a slow pair
 whose largest angle grows past the trained one meets angles it never saw. This
-module measures that for each method of :mod:`companion.scaling` (and, through
-:func:`companion.configs.config_extension`, for published configurations).
+module measures that (chapter 6, section 6.1) for each method of
+:mod:`companion.scaling`, for the interactive figure of that chapter
+(:mod:`companion.figures.scaling`) and for published configurations
+(:func:`companion.configs.config_extension`, which returns an :class:`Extension`).
 
 Convention for "largest angle": a pair with frequency ``theta`` over a context of
 length ``n`` reaches the angle ``n * theta`` (the span of ``n`` position steps). So

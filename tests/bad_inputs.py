@@ -193,9 +193,17 @@ class Choice(Arg):
 @dataclasses.dataclass
 class Text(Arg):
     optional: bool = False
+    nonempty: bool = False
 
     def bad(self):
-        return [c for c in [("None", None), ("int", 3), ("list", ["a"])] if not (self.optional and c[1] is None)]
+        out = [c for c in [("None", None), ("int", 3), ("list", ["a"])] if not (self.optional and c[1] is None)]
+        return out + ([("empty", ""), ("blank", "  ")] if self.nonempty else [])
+
+
+@dataclasses.dataclass
+class TextList(Arg):
+    def bad(self):
+        return [("one string", "a"), ("empty", []), ("empty entry", ["a", ""]), ("number entry", ["a", 3]), ("None", None)]
 
 
 @dataclasses.dataclass
@@ -459,7 +467,9 @@ def arg_for(kind: _contracts.Kind, value, optional: bool) -> Arg:
     if isinstance(kind, c.OneOf):
         return Choice(value)
     if isinstance(kind, c.Text):
-        return Text(value, optional=optional)
+        return Text(value, optional=optional, nonempty=kind.nonempty)
+    if isinstance(kind, c.Texts):
+        return TextList(value)
     if isinstance(kind, c.Array):
         return Array(value, min_ndim=max(kind.ndim_at_least, kind.ndim or 0), ndim=kind.ndim, positive=kind.positive,
                      neg_inf_ok=kind.neg_inf, empty_ok=not kind.nonempty and not kind.ndim, optional=optional,
@@ -1100,6 +1110,8 @@ EXAMPLES: dict[str, Example] = {
         Case('context shorter than training', {'context': 1000}),
     ]),
     "configs.published": Example(configs.published, dict(name='Llama 2 7B')),
+    "configs.source_link": Example(configs.source_link, dict(source="arXiv:2307.09288, table 1")),
+    "configs.source_links": Example(configs.source_links, dict(sources=("arXiv:2307.09288", "https://example.org/a"))),
     "configs.model_defaults": Example(lambda: configs.model_defaults()["transformers"], {}, anything=True),
     "configs.layer_plan": Example(
         lambda **kw: [(layer.layer_type, layer.settings is None) for layer in configs.layer_plan(**kw)],

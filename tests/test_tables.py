@@ -25,15 +25,15 @@ def test_a_table_refuses_what_it_cannot_show():
 
 
 def test_sources_become_short_links():
-    link = tables.source_link("https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json")
+    link = configs.source_link("https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json")
     assert link == ("[meta-llama/Llama-2-7b-hf: config.json]"
                     "(https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json)")
-    paper = tables.source_link("arXiv:2307.09288 (Touvron et al. 2023), table 1")
+    paper = configs.source_link("arXiv:2307.09288 (Touvron et al. 2023), table 1")
     assert paper == "[arXiv:2307.09288](https://arxiv.org/abs/2307.09288) (Touvron et al. 2023), table 1"
-    code = tables.source_link("https://github.com/meta-llama/llama/blob/main/llama/model.py (theta = 10000.0)")
+    code = configs.source_link("https://github.com/meta-llama/llama/blob/main/llama/model.py (theta = 10000.0)")
     assert code.startswith("[meta-llama/llama: llama/model.py](https://github.com/") and code.endswith("(theta = 10000.0)")
     with pytest.raises(ValueError, match="source"):
-        tables.source_link("")
+        configs.source_link("")
 
 
 def test_every_published_source_reads_as_links_not_addresses():
@@ -42,6 +42,6 @@ def test_every_published_source_reads_as_links_not_addresses():
     import re
 
     for entry in configs.PUBLISHED:
-        text = tables.source_links(entry.sources)
+        text = configs.source_links(entry.sources)
         shown = re.sub(r"\]\([^)]+\)", "]", text)  # what a reader sees: the links' names
         assert "https://" not in shown, (entry.name, shown)

@@ -80,7 +80,7 @@ The package in four modules: :mod:`~companion.configs.reading` (a ``config.json`
 :class:`RopeSettings`, with the class defaults of :func:`model_defaults`),
 :mod:`~companion.configs.rope_types` (the registry :data:`ROPE_PARAMETERS`),
 :mod:`~companion.configs.applied` (what the library computes from the settings) and
-:mod:`~companion.configs.published` (the published configurations).
+:mod:`~companion.configs.catalogue` (the published configurations).
 """
 from .applied import (
                       ConfigFrequencies,
@@ -93,7 +93,7 @@ from .applied import (
                       rotate,
                       softmax_scale_factor,
 )
-from .published import PUBLISHED, PublishedConfig, published
+from .catalogue import PUBLISHED, PublishedConfig, published, source_link, source_links
 from .reading import (
                       PositionEffect,
                       RopeSettings,
@@ -128,4 +128,6 @@ __all__ = [
     "PublishedConfig",
     "PUBLISHED",
     "published",
+    "source_link",
+    "source_links",
 ]

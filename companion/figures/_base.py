@@ -22,25 +22,14 @@ from pathlib import Path
 import anywidget
 import traitlets
 
+from ..plotting import PALETTE
+
 HERE = Path(__file__).parent
 
 
 def esm(script: str) -> str:
     """A figure's ES module: the shared helpers (``_common.js``) followed by ``script``."""
     return (HERE / "_common.js").read_text(encoding="utf-8") + "\n" + (HERE / script).read_text(encoding="utf-8")
-
-#: Colour-blind-safe colours (Okabe and Ito), shared by the Python fallbacks; the
-#: drawing scripts use the same values.
-PALETTE = {
-    "blue": "#0072B2",
-    "orange": "#E69F00",
-    "vermillion": "#D55E00",
-    "green": "#009E73",
-    "sky": "#56B4E9",
-    "purple": "#CC79A7",
-    "grey": "#999999",
-    "black": "#000000",
-}
 
 FALLBACK_CSS = (
     "<style>.companion-fallback{display:none}"
