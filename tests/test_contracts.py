@@ -19,8 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import bad_inputs  # noqa: E402  (a sibling module, not a package)
+from tests.support import bad_inputs
 
 from companion import _contracts, alibi, configs, layers, mrope, nope, precision, relative, rope, scaling, sinks  # noqa: E402,E501
 from companion._contracts import (EvenSize, Finite, Frequencies, Integer, Positions, Positive, Size,  # noqa: E402

@@ -11,6 +11,8 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from bookwork.sphinx.folded_cells import fold_label
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -23,7 +25,8 @@ def requirement_name(requirement: str) -> str:
 
 
 def test_notebooks_are_committed_clean():
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "clean_notebooks.py"), "--check"], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "bookwork.clean_notebooks", "--check"], cwd=ROOT,
+                            capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
     for path in list((ROOT / "lessons").glob("*.ipynb")) + list((ROOT / "book").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
@@ -44,7 +47,8 @@ def test_clean_notebooks_detects_outputs(tmp_path):
     code["execution_count"] = 3
     dirty = tmp_path / "dirty.ipynb"
     dirty.write_text(json.dumps(nb))
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "clean_notebooks.py"), "--check", str(dirty)], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "bookwork.clean_notebooks", "--check", str(dirty)], cwd=ROOT,
+                            capture_output=True, text=True)
     assert result.returncode == 1
 
 
@@ -101,8 +105,8 @@ def test_config_builds_offline_with_warnings_as_errors():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["execute"]["execute_notebooks"] == "cache"
     assert config["only_build_toc_files"] is True
-    assert "offline_assets" in config["sphinx"]["local_extensions"]
-    for extension in ("sphinx_proof", "sphinx_exercise"):
+    assert "local_extensions" not in config["sphinx"], "extensions load by name, from an installed package"
+    for extension in ("sphinx_proof", "sphinx_exercise", "bookwork.sphinx.offline"):
         assert extension in config["sphinx"]["extra_extensions"]
     readme = (ROOT / "README.md").read_text()
     assert "make book" in readme and "make test" in readme
@@ -112,9 +116,7 @@ def test_config_builds_offline_with_warnings_as_errors():
 
 def test_every_folded_cell_says_what_it_holds():
     """Every code cell folded on the site (``hide-input``) starts with the line that labels
-    its fold: ``# Check: ...``, ``# Plot: ...`` or ``# Setup: ...`` (book/_ext/folded_cells.py)."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    from folded_cells import fold_label
+    its fold: ``# Check: ...``, ``# Plot: ...`` or ``# Setup: ...`` (:mod:`bookwork.sphinx.folded_cells`)."""
 
     unlabelled = []
     for path in sorted((ROOT / "lessons").glob("*.ipynb")) + sorted((ROOT / "book").glob("*.ipynb")):
@@ -127,9 +129,6 @@ def test_every_folded_cell_says_what_it_holds():
 
 
 def test_a_fold_label_is_the_first_line_in_one_of_three_forms():
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    from folded_cells import fold_label
-
     assert fold_label("# Check: the wavelengths quoted in section 1.2\nassert x") == \
         "Check: the wavelengths quoted in section 1.2"
     assert fold_label("\n# Plot: figure 3.1\nplt.plot()") == "Plot: figure 3.1"
@@ -137,3 +136,4 @@ def test_a_fold_label_is_the_first_line_in_one_of_three_forms():
     for unlabelled in ("# checks of the numbers\nassert x", "assert x  # Check: y", "x = 1\n# Check: y",
                        "# Check:\nassert x", "# Note: a remark"):
         assert fold_label(unlabelled) is None, unlabelled
+

@@ -1,4 +1,4 @@
-"""The reader's edition (notebooks/, tools/reader_edition.py): fresh, plain, installable, runnable.
+"""The reader's edition (notebooks/, :mod:`bookwork.edition`): fresh, plain, installable, runnable.
 
 - it is what the lessons give today (``make edition`` rewrites it);
 - its Markdown holds no MyST markup, its cells no assignment markers or checks;
@@ -28,16 +28,15 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from conftest import use_warm_kernels
 from nbclient.exceptions import CellExecutionError
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from bookwork import edition as reader_edition
+from bookwork.sphinx import editions
+from tests.support.book import use_warm_kernels
+
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("reader_edition", ROOT / "tools" / "reader_edition.py")
-reader_edition = importlib.util.module_from_spec(spec)
-sys.modules["reader_edition"] = reader_edition
-spec.loader.exec_module(reader_edition)
 myst_markdown = sys.modules["myst_markdown"]
 
 CHAPTERS = [path.stem for path in reader_edition.lessons()]
@@ -168,9 +167,6 @@ def test_author_year_and_works_cited():
 
 
 def test_launch_buttons_open_the_edition(tmp_path):
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    import editions
-
     class App:
         srcdir = str(ROOT)
         outdir = str(tmp_path / "html")
@@ -179,8 +175,8 @@ def test_launch_buttons_open_the_edition(tmp_path):
 
     context = {"pathto": lambda name, resource: f"../{name}", "header_buttons": [
         {"label": "launch-buttons", "buttons": [
-            {"text": "Binder", "url": f"https://mybinder.org/v2/gh/o/r/main?urlpath=tree/lessons/03_rope.ipynb"},
-            {"text": "Colab", "url": f"https://colab.research.google.com/github/o/r/blob/main/lessons/03_rope.ipynb"},
+            {"text": "Binder", "url": "https://mybinder.org/v2/gh/o/r/main?urlpath=tree/lessons/03_rope.ipynb"},
+            {"text": "Colab", "url": "https://colab.research.google.com/github/o/r/blob/main/lessons/03_rope.ipynb"},
             {"text": "Live Code", "javascript": "initThebeSBT()"}]},
         {"label": "download-buttons", "buttons": []}]}
     editions._launch_edition(App(), "lessons/03_rope", "page.html", context, None)
