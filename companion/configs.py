@@ -62,7 +62,7 @@ filled keys are listed in ``filled_in``.
 **What the file leaves to the class.** A published file often leaves out what equals
 its model class's defaults (a multimodal model's ``text_config`` is written as the
 difference from them): the reader fills them in from :func:`model_defaults`, a table
-read from the library's configuration classes by ``tools/model_defaults.py``, and
+read from the library's configuration classes by ``python -m bookwork.model_defaults``, and
 names each key it filled in. :func:`layer_plan` gives every layer's settings (layer
 types with their own base, head size or method, layers without RoPE), and M-RoPE
 files (``mrope_section``) give each rotated pair a position axis
@@ -159,7 +159,7 @@ class UnmodelledEffectWarning(UserWarning):
 def model_defaults() -> dict:
     """The values Transformers fills in for keys a ``config.json`` leaves out, by ``model_type``.
 
-    Read from the library's configuration classes by ``tools/model_defaults.py`` and
+    Read from the library's configuration classes by ``python -m bookwork.model_defaults`` and
     stored as package data (``companion/data/model_defaults.json``):
     ``{"transformers": version, "model_types": {model_type: {...}}, "text_model_types":
     {multimodal type: text type}, "model_code": {behaviour: [model types]}}``. Each
