@@ -46,8 +46,9 @@ import nbformat
 import yaml
 
 from bookwork import ROOT
+from bookwork.book_targets import book_targets, page_titles
 from bookwork.grading import review
-from bookwork.myst_markdown import labels, myst_to_markdown
+from bookwork.myst_markdown import leftovers, myst_to_markdown
 
 LESSONS = ROOT / "lessons"
 DEFAULT_OUT = ROOT / "_build" / "assignments"
@@ -301,11 +302,20 @@ def requirements() -> str:
 # --- plain Markdown for the student's notebook -------------------------------------------
 
 def _student_touches(notebook: Path) -> None:
+    """The student notebook's Markdown rewritten for Jupyter and Colab, cross-references
+    reading as on the site (:mod:`bookwork.book_targets`); ValueError naming what a
+    reader would still see of the markup (:func:`bookwork.myst_markdown.leftovers`)."""
+    targets = book_targets(all_lessons())
+    references = {label: target.reference() for label, target in targets.items()}
+    numbers = {label: target.number for label, target in targets.items()}
     nb = nbformat.read(notebook, as_version=4)
-    titles = labels("\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown"))
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = myst_to_markdown(cell.source, titles)
+            cell.source = myst_to_markdown(cell.source, references, numbers=numbers, documents=page_titles())
+            left = leftovers(cell.source, targets)
+            if left:
+                raise ValueError(f"{notebook.name}: the student notebook would show markup: {left[:3]} in\n"
+                                 f"{cell.source[:300]}")
     nbformat.write(nb, notebook)
 
 

@@ -26,12 +26,9 @@ notebook alone in an empty folder, and looks for MyST left in its Markdown.
 from __future__ import annotations
 
 import argparse
-import ast
 import re
 import sys
 import tomllib
-from collections import Counter
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -39,7 +36,16 @@ import nbformat
 import yaml
 
 from bookwork import ROOT
-from bookwork.myst_markdown import DIRECTIVE, directives, kind_name, myst_to_markdown
+from bookwork.book_targets import (
+    Target,
+    book_targets,
+    chapter_number,
+    figure_name,
+    live_figure_label,
+    live_figure_name,
+    page_titles,
+)
+from bookwork.myst_markdown import DIRECTIVE, myst_to_markdown
 from bookwork.sphinx.exercise_solutions import strip_markers
 
 LESSONS = ROOT / "lessons"
@@ -74,116 +80,9 @@ def companion_requirement() -> str:
     return f"companion @ git+{repository_url()}@v{version()}"
 
 
-def chapter_number(lesson: Path) -> int:
-    return int(lesson.name[:2])
-
-
-@dataclass(frozen=True)
-class Target:
-    """What a label names: a numbered block, a section or a figure of some chapter."""
-
-    kind: str  # "Definition", "Exercise", "Section", "Figure", ...
-    number: str  # "3.1"; empty for a section
-    title: str
-
-    def reference(self) -> str:
-        """How a cross-reference to it reads: ``Definition 3.1 (Rotary position embedding)``."""
-        if self.kind == "Section":
-            return f"section {self.title}" if re.match(r"\d+\.\d+ ", self.title) else self.title
-        name = f"{self.kind} {self.number}"
-        return f"{name} ({self.title})" if self.title else name
-
-
-def _figure_name(cell) -> tuple[str, str] | None:
-    figure = cell.metadata.get("mystnb", {}).get("figure", {})
-    return (figure["name"], figure.get("caption", "")) if "name" in figure else None
-
-
-@lru_cache(maxsize=1)
-def figure_functions() -> frozenset[str]:
-    """The functions of ``companion.figures`` that make an interactive figure."""
-    import companion.figures
-
-    return frozenset(name for name in companion.figures.__all__ if name[:1].islower())
-
-
-def live_figure_name(source: str, bound: dict[str, str]) -> str | None:
-    """The interactive figure a code cell shows (``rope_rotation``), or None.
-
-    A cell shows a figure when its last statement is a call of one of
-    :func:`figure_functions` or a name bound to one earlier in the chapter, or when it
-    passes one to ``display``; ``bound`` collects those names, cell after cell. The site
-    finds the same figures in the executed cells' output (:mod:`bookwork.sphinx.live_figures`)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-
-    def figure(node) -> str | None:
-        if isinstance(node, ast.Call):
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-            return name if name in figure_functions() else None
-        return bound.get(node.id) if isinstance(node, ast.Name) else None
-
-    shown = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            made = figure(node.value)
-            if made:
-                bound[node.targets[0].id] = made
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "display" and node.args:
-            shown = figure(node.args[0]) or shown
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        shown = figure(tree.body[-1].value) or shown
-    return shown
-
-
-def live_figure_label(chapter: int, name: str) -> str:
-    """The label of interactive figure ``name`` in ``chapter``, as the site gives it."""
-    return f"fig-{chapter:02d}-{name.replace('_', '-')}"
-
-
 #: How a chapter starts the italic caption under an interactive figure ("*Figure 2." or
 #: "*Figure 2,"): the edition writes the figure's number in the chapter there.
 WRITTEN_CAPTION_NUMBER = re.compile(r"^\*(?:Figure|Fig\.)\s+\d+(?:\.\d+)?\s*([.,:]?)")
-
-
-def chapter_targets(lesson: Path) -> dict[str, Target]:
-    """Every label of one lesson: directives numbered by kind, sections, figures."""
-    nb = nbformat.read(lesson, as_version=4)
-    chapter = chapter_number(lesson)
-    counts: Counter[str] = Counter()
-    targets = {}
-    bound: dict[str, str] = {}  # names bound to interactive figures
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            for label, heading in re.findall(r"^\(([\w-]+)\)=[ \t]*\n#+ ([^\n]+)", cell.source, re.MULTILINE):
-                if label == f"chapter-{chapter:02d}":
-                    targets[label] = Target("Chapter", str(chapter), re.sub(r"^\d+\. ", "", heading))
-                else:
-                    targets[label] = Target("Section", "", heading.strip())
-            for kind, title, options in directives(cell.source):
-                if kind in ("proof", "admonition", "solution", "solution-start", "solution-end"):
-                    continue
-                counts[kind] += 1
-                if "label" in options:
-                    targets[options["label"]] = Target(kind_name(kind), f"{chapter}.{counts[kind]}", title)
-        elif cell.cell_type == "code" and _figure_name(cell):
-            counts["figure"] += 1
-            name, caption = _figure_name(cell)
-            targets[name] = Target("Figure", f"{chapter}.{counts['figure']}", "")
-        elif cell.cell_type == "code" and live_figure_name(cell.source, bound):
-            counts["figure"] += 1
-            name = live_figure_label(chapter, live_figure_name(cell.source, dict(bound)))
-            targets[name] = Target("Figure", f"{chapter}.{counts['figure']}", "")
-    return targets
-
-
-def book_targets(lessons: list[Path]) -> dict[str, Target]:
-    targets: dict[str, Target] = {}
-    for lesson in lessons:
-        targets.update(chapter_targets(lesson))
-    return targets
 
 
 # --- citations --------------------------------------------------------------------------------
@@ -281,16 +180,6 @@ def _is_solution_start(source: str) -> str | None:
     return match.group(1) if match else None
 
 
-@lru_cache(maxsize=1)
-def page_titles() -> dict[str, str]:
-    """The front matter's pages by name, as the site titles them (``references`` -> ``References``)."""
-    titles = {}
-    for page in (ROOT / "book").glob("*.md"):
-        heading = re.search(r"^# (.+)$", page.read_text(), re.MULTILINE)
-        titles[page.stem] = heading.group(1).strip() if heading else page.stem
-    return titles
-
-
 SOLUTION_END = re.compile(r"^(`{3,}|:{3,})\{solution-end\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*\1[ \t]*$", re.MULTILINE)
 
 
@@ -358,7 +247,7 @@ class Chapter:
             code.metadata.update({"cellView": "form", "jupyter": {"source_hidden": True}})  # Colab, JupyterLab
         elif "hide-input" in cell.metadata.get("tags", []):
             code.metadata["jupyter"] = {"source_hidden": True}
-        figure = _figure_name(cell)
+        figure = figure_name(cell)
         if figure:
             name, caption = figure
             self.add("markdown", f"*Figure {self.numbers[name]}.* {self.markdown(caption)}".strip(),

@@ -7,6 +7,11 @@ tools rewrite the lessons' Markdown with the functions here: :mod:`bookwork.assi
 
     labels(text)                        label -> title of the labelled directives
     myst_to_markdown(text, titles, ...) the rewritten Markdown
+    leftovers(markdown, book_labels)    what of the markup a reader would still see
+
+A cross-reference reads as it does on the site: the text it was given, or what it
+points to (``Figure 6.4``, ``Definition 3.1 (Rotary position embedding)``, a section's
+or a page's title), never the label itself; a link to a chapter reads "chapter 3".
 """
 from __future__ import annotations
 
@@ -45,11 +50,22 @@ def kind_name(kind: str) -> str:
 
 
 def _doc_text(target: str, documents: dict[str, str]) -> str:
+    """How a link to a whole page reads: a chapter as "chapter 3", another page by its
+    title (``documents``; without it, its name in words), as in "the References page"."""
     name = target.split("/")[-1]
-    if name in documents:
-        return documents[name]
     chapter = re.match(r"(\d\d)_", name)
-    return f"chapter {int(chapter.group(1))}" if chapter else f"the {name.replace('_', ' ')} page of the book"
+    if chapter:
+        return f"chapter {int(chapter.group(1))}"
+    return documents.get(name, name.replace("_", " "))
+
+
+#: "chapter 3 ({doc}`03_rope`)": the site shows the chapter's title in the parentheses.
+CHAPTER_AND_LINK = re.compile(r"\b([Cc]hapter (\d+)) \(\{doc\}`(?:[^`]*/)?(\d\d_\w+)`\)")
+
+
+def _chapter_and_title(match: re.Match, documents: dict[str, str]) -> str:
+    title = documents.get(match.group(3))
+    return f"{match.group(1)} ({title})" if title else match.group(1)
 
 
 def _keys(cite: str) -> list[str]:
@@ -109,6 +125,7 @@ def myst_to_markdown(text: str, titles: dict[str, str] | None = None, *,
                       m.group(2), "")), text)
     text = re.sub(r"\{(?:ref|doc|prf:ref|term)\}`([^`<]+?)\s*<[^`]+>`", r"\1", text)
     text = re.sub(r"\{term\}`([^`]+)`", r"\1", text)
+    text = CHAPTER_AND_LINK.sub(lambda m: _chapter_and_title(m, documents or {}), text)
     text = re.sub(r"\{doc\}`([^`]+)`", lambda m: _doc_text(m.group(1), documents or {}), text)
     text = re.sub(r"\{(?:ref|numref|prf:ref)\}`([^`]+)`", lambda m: titles.get(m.group(1), m.group(1)), text)
     text = re.sub(r"\{py:\w+\}`~?([^`]+)`", r"`\1`", text)
@@ -116,3 +133,33 @@ def myst_to_markdown(text: str, titles: dict[str, str] | None = None, *,
     text = re.sub(r"\{eq\}`([^`]+)`",
                   lambda m: titles.get(m.group(1), f"equation ({numbers.get(m.group(1), m.group(1))})"), text)
     return text
+
+
+#: MyST that a plain notebook front end would show as raw text: a directive's fence, a
+#: role, a label line, a directive's option.
+RAW_MYST = re.compile(
+    r"```\{|:::\{|\{(?:cite|prf|ref|doc|numref|term|eq|math|py|glue|index|download)(?::[\w:]+)?\}`"
+    r"|^\([\w-]+\)=[ \t]*$|^:(?:label|class|name|nonumber|dropdown):", re.MULTILINE)
+#: A small word twice ("the the"): a rewritten reference that brought its own article.
+DOUBLED_WORD = re.compile(r"\b(the|a|an|of|to|in|on|and|is)\s+\1\b", re.IGNORECASE)
+#: A reference repeated in its own parentheses: "chapter 0 (chapter 0)".
+REPEATED_REFERENCE = re.compile(
+    r"\b((?:chapter|section|figure|definition|theorem|lemma|exercise|equation)\s+[\d.]+)\s*\(\1\b", re.IGNORECASE)
+#: Code and math, where a label or a repeated word may stand on purpose.
+CODE_OR_MATH = re.compile(r"```.*?```|`[^`\n]*`|\$\$.*?\$\$|\$[^$\n]*\$", re.DOTALL)
+
+
+def leftovers(markdown: str, book_labels=()) -> list[str]:
+    """What of the book's markup a reader of ``markdown`` would still see, each with the
+    words around it: raw MyST, any of ``book_labels`` (the book's labels, which only a
+    cross-reference should name) outside code and math, a doubled small word, a
+    reference repeated in its own parentheses. Empty when the rewriting is clean."""
+    found = [f"raw MyST {m.group(0)!r}" for m in RAW_MYST.finditer(markdown)]
+    prose = CODE_OR_MATH.sub(" \u2026 ", markdown)  # an ellipsis in their place: no word meets across them
+    words = set(re.findall(r"[\w-]+", prose))
+    labels = {label for label in book_labels if "-" in label}  # ("conventions" is a word too)
+    found += [f"the label {label!r}" for label in sorted(labels & words)]
+    for name, pattern in (("a doubled word", DOUBLED_WORD), ("a repeated reference", REPEATED_REFERENCE)):
+        for m in pattern.finditer(prose):
+            found.append(f"{name}: ...{' '.join(prose[max(0, m.start() - 30):m.end() + 20].split())}...")
+    return found

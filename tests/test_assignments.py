@@ -21,7 +21,8 @@ import zipfile
 import nbformat
 import pytest
 
-from bookwork import assignments
+from bookwork import assignments, myst_markdown
+from bookwork.book_targets import book_targets, page_titles
 from bookwork.grading.classroom import failure_messages
 from tests.support.assignments import ROOT, wrong_answers
 
@@ -151,13 +152,48 @@ def test_markdown_for_notebook_front_ends():
             "{py:func}`companion.rope.rotate`, {ref}`figure 2 <chapter-03-try-it>`, {doc}`00_why_positions` "
             "and {doc}`../book/references`; a {term}`KV cache` and {term}`wavelengths <Wavelength>`.\n\n"
             "```{exercise} Coding: RoPE\n:label: ex-03-rotate\n\nWrite it.\n```\n")
-    out = assignments.myst_to_markdown(text, assignments.labels(text))
+    out = myst_markdown.myst_to_markdown(text, myst_markdown.labels(text))
     assert out.startswith("# 3. RoPE")
     assert "**Definition: Rotary position embedding**\n\nTurn pairs." in out
     assert "[su2024roformer] and Rotary position embedding," in out and "`companion.rope.rotate`" in out
     assert "figure 2" in out and "<chapter" not in out
-    assert "chapter 0 and the references page of the book; a KV cache and wavelengths." in out
+    assert "chapter 0 and references; a KV cache and wavelengths." in out
     assert "### Exercise: Coding: RoPE" in out and ":label:" not in out and "```" not in out and "{" not in out
+
+
+def test_references_read_as_on_the_site():
+    """A cross-reference in a student notebook reads as the site shows it: a figure by its
+    number, a chapter in parentheses by its title, a page by its title; and the check that
+    generating runs (:func:`bookwork.myst_markdown.leftovers`) sees each way it once read."""
+    targets = book_targets(LESSONS)
+    references = {label: target.reference() for label, target in targets.items()}
+    text = ("**You need**: chapter 0 ({doc}`00_why_positions`). {numref}`fig-06-context-extension`'s criterion; "
+            "Chapter 10 ({ref}`chapter-10`) reads them. Full entries are on the {doc}`../book/references` page.")
+    out = myst_markdown.myst_to_markdown(text, references, documents=page_titles())
+    titles = page_titles()
+    assert out == (f"**You need**: chapter 0 ({titles['00_why_positions']}). "
+                   f"{references['fig-06-context-extension']}'s criterion; "
+                   f"Chapter 10 ({titles['10_what_your_model_runs']}) reads them. "
+                   "Full entries are on the References page.")
+    assert references["fig-06-context-extension"].startswith("Figure 6.")
+    assert myst_markdown.leftovers(out, targets) == []
+    for slip in ("chapter 0 (chapter 0): the softmax", "fig-06-context-extension's criterion",
+                 "Full entries are on the the references page", "Chapter 10 (Chapter 10 (What your model runs))",
+                 "a role left as it was, {numref}`fig-06-context-extension`"):
+        assert myst_markdown.leftovers(slip, targets), slip
+    for clean in ("for $N = 3$ and $N = 4$ and the layer", "`fig-06-context-extension` as code", "the conventions"):
+        assert myst_markdown.leftovers(clean, targets) == [], clean
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_student_notebook_reads_cleanly(path, generated):
+    """No markup of the book is left in a student notebook's text: no role, label or
+    directive, no doubled word, no reference repeated in its own parentheses."""
+    targets = book_targets(LESSONS)
+    nb = nbformat.read(generated[path.stem] / "student" / path.name, as_version=4)
+    left = {index: myst_markdown.leftovers(cell.source, targets) for index, cell in enumerate(nb.cells)
+            if cell.cell_type == "markdown"}
+    assert {index: found for index, found in left.items() if found} == {}
 
 
 def test_markers_are_checked(tmp_path):

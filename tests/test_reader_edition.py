@@ -33,17 +33,15 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from bookwork import edition as reader_edition
+from bookwork import myst_markdown
+from bookwork.book_targets import book_targets
 from bookwork.sphinx import editions
 from tests.support.book import use_warm_kernels
 
 ROOT = Path(__file__).resolve().parent.parent
-myst_markdown = sys.modules["myst_markdown"]
-
 CHAPTERS = [path.stem for path in reader_edition.lessons()]
 #: MyST that a plain notebook front end would show as raw text.
-RAW_MYST = re.compile(
-    r"```\{|:::\{|\{(?:cite|prf|ref|doc|numref|term|eq|math|py|glue|index|download)(?::[\w:]+)?\}`"
-    r"|^\([\w-]+\)=[ \t]*$|^:(?:label|class|name|nonumber|dropdown):", re.MULTILINE)
+RAW_MYST = myst_markdown.RAW_MYST
 #: Chapters that read lessons/lab_results from a checkout: they cannot run alone until the
 #: lab's stored results ship with the package.
 READ_FROM_CHECKOUT: set[str] = set()
@@ -75,8 +73,8 @@ def test_markdown_is_plain_and_checks_are_gone(chapter):
     for cell in nb.cells:
         assert not cell.get("outputs") and not cell.get("execution_count"), "committed with outputs"
         if cell.cell_type == "markdown":
-            raw = RAW_MYST.findall(cell.source)
-            assert not raw, f"raw MyST {raw} in:\n{cell.source[:400]}"
+            left = myst_markdown.leftovers(cell.source, book_targets(reader_edition.lessons()))
+            assert not left, f"{left} in:\n{cell.source[:400]}"
         else:
             assert not re.search(r"#\s*(BEGIN|END) (SOLUTION|QUESTION|TESTS)|# SOLUTION\s*$|^# HIDDEN",
                                  cell.source, re.MULTILINE), f"an otter marker is left in:\n{cell.source[:300]}"
