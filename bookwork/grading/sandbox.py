@@ -14,8 +14,8 @@ milliseconds. What the submission's process sees:
   (``/usr``), the Python installation and virtual environment, the ``companion``
   package and this grading package (:data:`PACKAGES`, each where the grader imports it
   from, which is where the sandbox imports it too: :func:`import_path`); the job (its
-  cells) is copied in. Not the instructor's home,
-  not the autograder, not the other submissions, not the environment variables (the
+  cells) is copied in. Not the instructor's home, not the autograder, not the other
+  submissions, not the book's other tools, not the environment variables (the
   environment is cleared and set anew);
 - **a private scratch folder**: ``/tmp``, a tmpfs of limited size, gone at the end;
 - **limits** the runner sets before any submitted code runs (CPU seconds, address
@@ -26,9 +26,9 @@ milliseconds. What the submission's process sees:
   passes from one submission to the next; the kernel does not apply that limit to root
   at all); otherwise bubblewrap maps the instructor to ``nobody`` in a user namespace of
   its own, where the limit counts that namespace's processes;
-- **system calls refused** by a seccomp filter (:mod:`bookwork.grading.seccomp`): the kernel's
-  keyring, which is not namespaced and would let one run leave a key for the next, and
-  the calls that reach past a container, as Docker's default profile refuses them.
+- **system calls refused** by a seccomp filter (:mod:`bookwork.grading.seccomp`): the
+  kernel's keyring, which is not namespaced and would let one run leave a key for the
+  next, and the calls that reach past a container, as Docker's default profile refuses them.
 
 The judges (:mod:`bookwork.grading.judge`) run in a sandbox of the same kind
 (:func:`judges_command`): no network, a read-only view of the same files, no home

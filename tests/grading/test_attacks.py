@@ -957,3 +957,31 @@ def test_an_environment_under_tmp_is_mounted_over_the_scratch_folder(tmp_path, m
              and not command[i + 2].startswith(("/tmp/matplotlib", "/tmp/work", "/tmp/home"))]
     assert str(venv) in [command[i + 2] for i in binds]
     assert all(i > scratch for i in binds), "a mount under /tmp comes before the scratch folder hides it"
+
+
+def test_the_sandbox_shows_the_packages_it_imports_and_nothing_beside(tmp_path):
+    """A run sees companion and the grading package where the grader imports them from,
+    with ``bookwork/__init__.py`` above the latter and nothing else of that checkout: not
+    the book's other tools, not the tests, not the lessons; and it imports them by name."""
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    job = tmp_path / "job.json"
+    job.write_text("{}")
+    seccomp_fd = sandbox.seccomp_descriptor()
+    try:
+        command = sandbox.bwrap_command(job, sandbox.write_accounts(tmp_path, sandbox.user_id(0)), sandbox.Limits(),
+                                        seccomp_fd)
+        grading = sandbox.package_folder("bookwork.grading")
+        listing = (f"ls -A {grading.parent}; echo --; ls -A {grading.parent.parent}; echo --; "
+                   f"{sys.executable} -s -c 'import bookwork.grading.runner, companion.checks; print(\"imported\")'")
+        probe = command[:command.index(sys.executable)] + ["/bin/sh", "-c", listing]
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=120, pass_fds=(seccomp_fd,))
+    finally:
+        os.close(seccomp_fd)
+    assert done.returncode == 0, done.stderr
+    bookwork_folder, checkout, imported = done.stdout.split("--\n")
+    assert bookwork_folder.split() == ["__init__.py", "grading"]
+    assert set(checkout.split()) <= {"bookwork", "companion", ".venv"} and "companion" in checkout.split()
+    assert imported.strip() == "imported"
