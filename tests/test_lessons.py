@@ -3,7 +3,7 @@
 The book build executes each lesson once, as a student would: a fresh kernel, working
 directory ``lessons/``, every cell, stopping at the first error. It keeps the executed
 notebook in its cache (``_build/.jupyter_cache``) only when every cell ran, under a key
-made of the notebook's code; ``book/_ext/rerun_on_package_change.py`` empties the cache
+made of the notebook's code; :mod:`bookwork.sphinx.rerun_on_package_change` empties the cache
 when ``companion`` changes. So a cache entry that matches a lesson's current code is the
 proof that this code runs, and the lesson tests read it instead of running every lesson
 a second time.

@@ -18,9 +18,11 @@ Where the server cannot be reached, it starts an ordinary kernel instead. The se
 leaves when no kernel has been asked of it for ``IDLE_SECONDS``.
 
 The launcher imports nothing beyond the standard library and runs with ``-I -S``, so it
-starts in milliseconds. The server runs with ``-E -s -c``: its first search path is the
-current folder, ``""``, which in each kernel it forks is the kernel's own folder (the
-kernel moves there), as for a kernel Jupyter starts there.
+starts in milliseconds. The server runs with ``-E -s -c``, started in the repository so
+that it imports this module by name; its first search path is then the current folder,
+``""``. It moves to its socket's folder before it imports anything else, so that the
+kernels' modules come from the environment, and each kernel it forks moves to its own
+folder, which ``""`` then names, as for a kernel Jupyter starts there.
 """
 from __future__ import annotations
 
@@ -134,6 +136,7 @@ def _ordinary_kernel(kernel_args: list[str]) -> None:
 
 
 def serve(server: str, preload: str) -> None:
+    os.chdir(os.path.dirname(os.path.abspath(server)))  # out of the repository: "" names this folder now
     imported_under = {name: os.environ.get(name) for name in READ_AT_IMPORT}
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
     import importlib
