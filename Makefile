@@ -46,7 +46,7 @@ test: $(PY_STAMP) $(NPM_STAMP) $(KERNEL_CONFIG) browser tex sandbox
 
 # Every lesson, or only those named: make assignments LESSONS="lessons/03_rope.ipynb"
 assignments: $(PY_STAMP)
-	$(BIN)/python tools/assignments.py generate $(LESSONS)
+	$(BIN)/python -m bookwork.assignments generate $(LESSONS)
 
 # Same pages, no solutions; reuses the executed outputs of 'make book' when they exist.
 WITHOUT := _build/without-solutions
@@ -65,7 +65,7 @@ lab: $(PY_STAMP) $(KERNEL_CONFIG)
 	$(BIN)/jupyter lab lessons/
 
 clean-notebooks: $(PY_STAMP)
-	$(BIN)/python tools/clean_notebooks.py
+	$(BIN)/python -m bookwork.clean_notebooks
 
 $(PY_STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed, found " + sys.version.split()[0]'
@@ -94,7 +94,7 @@ $(NPM_STAMP): package.json package-lock.json
 browser:
 	@[ -n "$$CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || tools/install_chromium.sh
 
-# The assignment grader runs every submission in a bubblewrap sandbox (tools/grading), and
+# The assignment grader runs every submission in a bubblewrap sandbox (bookwork/grading), and
 # the tests grade submissions written to cheat: install bubblewrap when it is missing.
 sandbox:
 	@command -v bwrap >/dev/null 2>&1 || tools/install_bubblewrap.sh
@@ -105,7 +105,7 @@ clean:
 # The reader's edition: every chapter as a plain notebook in notebooks/, which the Colab
 # and Binder buttons open. Run it after changing a lesson, and commit notebooks/.
 edition: $(PY_STAMP)
-	$(BIN)/python tools/reader_edition.py
+	$(BIN)/python -m bookwork.edition
 
 # The whole book as one PDF, with XeLaTeX; it reuses the executed notebooks of 'make book'.
 # Then 'make book' adds the PDF to the site (download menu). TeX comes from the system's

@@ -1,6 +1,6 @@
 """Speed of the companion layers on one set of tensors.
 
-Run: ``python benchmarks/bench_companion.py`` (uses CUDA when available).
+Run: ``python -m benchmarks.bench_companion`` (uses CUDA when available).
 
 Times, as the median of several repeats after warm-up:
 
@@ -21,16 +21,12 @@ Times, as the median of several repeats after warm-up:
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from companion import rope, rope_torch  # noqa: E402
+from companion import rope, rope_torch
 
 BATCH, HEADS, LENGTH, HEAD_DIM = 8, 8, 4096, 128
 

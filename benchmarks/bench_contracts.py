@@ -15,7 +15,7 @@ It prints the message each gives for three bad calls and the time per call at
 n = 64, d = 16 (and n = 4096, d = 128) against the bare numpy rotation. A library
 that is not installed is skipped (neither is a dependency of the package).
 
-    .venv/bin/python benchmarks/bench_contracts.py
+    .venv/bin/python -m benchmarks.bench_contracts
 """
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ def pydantic_versions():
     def checked_rotate(x: Annotated[np.ndarray, kind(Vectors, "x")],
                        positions: Annotated[np.ndarray, kind(Positions, "positions")],
                        inv_freq: Annotated[np.ndarray, kind(Frequencies, "inv_freq")],
-                       layout: Annotated[str, BeforeValidator(lambda v: OneOf(*rope.LAYOUTS)("layout", v))] = "adjacent"):
+                       layout: Annotated[str, BeforeValidator(lambda v: OneOf(*rope.LAYOUTS)("layout", v))]
+                       = "adjacent"):
         _rules(x, positions, inv_freq)
         return bare_rotate(x, positions, inv_freq)
 
@@ -145,7 +146,7 @@ def main() -> None:
     for n, d in ((64, 16), (4096, 128)):
         x, m, theta = rng.normal(size=(n, d)), np.arange(n), rope.inv_freq(d)
         number = 2000 if n == 64 else 20
-        bare = best(lambda: bare_rotate(x, m, theta), number)
+        bare = best(functools.partial(bare_rotate, x, m, theta), number)
         print(f"\nrotate, n = {n}, d = {d}: bare numpy {bare * 1e6:.1f} us")
         for name, functions in built.items():
             t = best(functools.partial(functions["rotate"], x, m, theta), number)
@@ -156,7 +157,8 @@ def main() -> None:
     print(f"  {'unchecked':10} {best(functools.partial(bare_inv_freq, 16, 1e4), 20000) * 1e6:6.2f} us")
     print("\nlists and tensors (valid spellings):")
     for name, functions in built.items():
-        print(f"  {name:10} rotate(list, list, list): {message(functions['rotate'], (x[:2].tolist(), [0, 1], theta.tolist()), {})[:60]}")
+        lists = (x[:2].tolist(), [0, 1], theta.tolist())
+        print(f"  {name:10} rotate(list, list, list): {message(functions['rotate'], lists, {})[:60]}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """How fast the figures redraw in a browser, and how much the pages weigh.
 
-Run after ``make book``: ``.venv/bin/python benchmarks/bench_figures.py``.
+Run after ``make book``: ``.venv/bin/python -m benchmarks.bench_figures``.
 
 Opens the built figures page and chapter 0 in headless Chromium (the system's
 ``chromium``; no network), and for each figure performs 50 interactions of the kind a
@@ -11,7 +11,7 @@ waiting for the frame). Reports the medians, each figure's embedded widget state
 (aim: under 1 MB), and what every page of the site weighs: each file it loads,
 scrolled to the end, bytes as served (uncompressed), by kind of file, with the median
 and the largest page of each kind against the budgets (pages with a figure 2 MB,
-other pages 1 MB; ``tests/browser.py``).
+other pages 1 MB; :mod:`tests.support.browser`).
 """
 from __future__ import annotations
 
@@ -22,11 +22,10 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from tests.support import browser as reader
+from tests.support.browser import CHROMIUM_FLAGS, serve
 
-import browser as reader  # noqa: E402
-from conftest import CHROMIUM_FLAGS, serve  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SITE = ROOT / "_build" / "html"
 PAGES = ["book/figures.html", "lessons/00_why_positions.html"]
@@ -36,10 +35,13 @@ N = 50
 # (the interaction number), that performs one interaction.
 INTERACTIONS = {
     "permutation_explorer": "root.querySelectorAll('button')[i % 6].click()",
-    "position_term": "root.querySelector('svg').dispatchEvent(new KeyboardEvent('keydown', {key: i % 2 ? 'ArrowRight' : 'ArrowLeft', bubbles: true}))",
-    "rope_rotation": "[...root.querySelectorAll('button')].find(b => b.textContent.includes('Move both one later')).click()",
+    "position_term": ("root.querySelector('svg').dispatchEvent(new KeyboardEvent('keydown', "
+                      "{key: i % 2 ? 'ArrowRight' : 'ArrowLeft', bubbles: true}))"),
+    "rope_rotation": ("[...root.querySelectorAll('button')].find(b => b.textContent.includes('Move both one later'))"
+                      ".click()"),
     "alibi_heatmap": "root.querySelectorAll('fieldset')[0].querySelectorAll('button')[i % 8].click()",
-    "context_extension": "(() => { const s = root.querySelector('input[type=range]'); s.value = String(1 + (i % 16)); s.dispatchEvent(new Event('input', {bubbles: true})); })()",
+    "context_extension": ("(() => { const s = root.querySelector('input[type=range]'); s.value = String(1 + (i % 16)); "
+                          "s.dispatchEvent(new Event('input', {bubbles: true})); })()"),
 }
 
 MEASURE = """async ([name, action, n]) => {
@@ -100,7 +102,8 @@ def main() -> int:
             page = browser.new_page()
             page.goto(base + PAGES[0], wait_until="networkidle")
             states = widget_state_sizes((SITE / PAGES[0]).read_text())
-            print(f"{'figure':22s} {'state':>9s} {'sync median':>12s} {'sync max':>9s} {'to frame':>9s}  (ms, {N} interactions)")
+            print(f"{'figure':22s} {'state':>9s} {'sync median':>12s} {'sync max':>9s} {'to frame':>9s}  "
+                  f"(ms, {N} interactions)")
             for name, action in INTERACTIONS.items():
                 page.locator(f"[data-figure='{name}']").wait_for(state="attached")
                 timings = page.evaluate(MEASURE, [name, action, N])

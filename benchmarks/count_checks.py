@@ -10,8 +10,8 @@ is a function body too, and counts. The contract declarations themselves (decora
 lines and annotations) are not function bodies. The target of the package's style is
 at most 15 % in all.
 
-    .venv/bin/python benchmarks/count_checks.py              # the package (math modules, then the lab)
-    .venv/bin/python benchmarks/count_checks.py path/to/companion
+    .venv/bin/python -m benchmarks.count_checks              # the package (math modules, then the lab)
+    .venv/bin/python -m benchmarks.count_checks path/to/companion
 """
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ import sys
 import tokenize
 from pathlib import Path
 
-MODULES = ["attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "trained_range",
-           "interpolation", "integer_positions", "configs", "precision", "mrope", "layer_plans", "sinks", "remap", "symbolic"]
+MODULES = ["attention", "absolute", "absolute_torch", "relative", "relative_torch", "rope", "rope_torch", "alibi",
+           "alibi_torch", "nope", "scaling", "trained_range", "interpolation", "integer_positions", "configs/reading",
+           "configs/rope_types", "configs/applied", "configs/catalogue", "precision", "mrope", "layer_plans", "sinks",
+           "remap", "symbolic"]
 #: The lab's modules (``companion/lab``), reported as a block of their own.
 LAB_MODULES = ["config", "schemes", "runner", "experiments", "evals", "data", "train", "models", "stats", "claims",
                "results", "fingerprint", "usage"]
@@ -44,7 +46,8 @@ def docstring_lines(tree) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
                 out.update(range(first.lineno, first.end_lineno + 1))
     return out
 
@@ -139,7 +142,8 @@ def find_validators(trees) -> set[str]:
                 last_ok = not isinstance(body[-1], ast.Return) or body[-1].value is None or \
                     isinstance(body[-1].value, ast.Name | ast.Tuple | ast.Constant) or \
                     calls_check(body[-1], validators) or \
-                    (isinstance(body[-1].value, ast.Call) and ast.unparse(body[-1].value.func) in ("int", "float", "bool"))
+                    (isinstance(body[-1].value, ast.Call)
+                     and ast.unparse(body[-1].value.func) in ("int", "float", "bool"))
                 if rest and last_ok and all(cls.checking(s) == span(s) for s in rest) or \
                         (not rest and calls_check(body[-1], validators)):
                     found.add(fn.name)
@@ -184,7 +188,8 @@ def report(title: str, paths: list[Path], validators) -> None:
 
 
 def main(folder: Path) -> None:
-    trees = [ast.parse(p.read_text()) for p in [*folder.glob("*.py"), *folder.glob("lab/*.py")]]
+    sources = [*folder.glob("*.py"), *folder.glob("configs/*.py"), *folder.glob("lab/*.py")]
+    trees = [ast.parse(p.read_text()) for p in sources]
     validators = find_validators(trees)
     report("module", [folder / f"{m}.py" for m in MODULES if (folder / f"{m}.py").exists()], validators)
     lab = [folder / "lab" / f"{m}.py" for m in LAB_MODULES if (folder / "lab" / f"{m}.py").exists()]

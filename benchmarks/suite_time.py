@@ -1,7 +1,7 @@
 """Where the test suite's time goes, by area, from the JUnit XML report pytest writes.
 
     make test PYTEST_ARGS="--junitxml=_build/test-times.xml"
-    .venv/bin/python benchmarks/suite_time.py _build/test-times.xml
+    .venv/bin/python -m benchmarks.suite_time _build/test-times.xml
 
 Each test's time is its setup, call and teardown, as pytest reports them; the first test
 that needs the book carries the whole book build (lesson execution included) in its
@@ -21,7 +21,7 @@ from collections import defaultdict
 AREAS = [
     ("book build and lesson execution", ("test_lessons.py::test_lesson_executes",)),
     ("grading the chapters' versions", ("test_assignments.py",)),
-    ("grading attacks", ("test_grading_attacks.py",)),
+    ("the grader: attacks, a class's batch", ("test_attacks.py", "test_classroom.py")),
     ("site in the browser", ("test_site.py", "test_figure_")),
     ("reader's edition run alone", ("test_reader_edition.py",)),
     ("lab (reduced run, claims)", ("test_lab.py",)),

@@ -1,117 +1,24 @@
-"""Shared fixtures: the repository root, the book build, the built site, and a browser.
+"""Shared fixtures: the book build, the built site, and a browser; the tests' order.
 
 Under pytest-xdist (``make test`` runs ``pytest -n auto``) every worker is its own
 process; work that many tests share, such as the book build, is done once per test run
-by whichever worker needs it first (:func:`once_per_run`).
+by whichever worker needs it first (:func:`tests.support.runs.once_per_run`). The
+helpers behind the fixtures are in :mod:`tests.support`.
 """
 from __future__ import annotations
 
-import ast
-import atexit
-import functools
-import http.server
-import json
 import os
 import shutil
-import signal
-import socketserver
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
-import warm_kernels
-from browser import CHROMIUM_FLAGS, open_offline  # noqa: F401  (the tests import them from here too)
-from filelock import FileLock
 
-ROOT = Path(__file__).resolve().parent.parent
-BUILD_HTML = ROOT / "_build" / "html"
-JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
-
-
-def build_book(root: Path) -> subprocess.CompletedProcess:
-    """Build the book at ``root`` as the README does: executed, warnings are errors."""
-    return subprocess.run(
-        [str(JUPYTER_BOOK), "build", str(root), "-W", "-n", "--keep-going"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-
-
-def once_per_run(name: str, produce, tmp_path_factory):
-    """``produce()`` (a JSON value) computed once in this test run and shared by every
-    pytest-xdist worker: the first worker to ask computes it while the others wait for
-    it (pytest-xdist's recipe for a fixture that runs once). When it raises, the
-    others get the error instead of trying again. Without xdist it is simply computed."""
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        return produce()
-    shared = tmp_path_factory.getbasetemp().parent / f"{name}.json"
-    with FileLock(f"{shared}.lock"):
-        if shared.is_file():
-            stored = json.loads(shared.read_text())
-            if "error" in stored:
-                raise RuntimeError(f"{name}, computed by another worker, failed: {stored['error']}")
-            return stored["value"]
-        try:
-            value = produce()
-        except Exception as error:
-            shared.write_text(json.dumps({"error": f"{type(error).__name__}: {error}"}))
-            raise
-        shared.write_text(json.dumps({"value": value}))
-        return value
-
-
-
-def processes_with(marker: str) -> list[str]:
-    """The ids of the processes whose command line holds ``marker`` (to show that a
-    sandboxed run left nothing behind)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:
-            pass
-    return found
-
-def lesson_imports() -> list[str]:
-    """Every module the lessons' code imports, in the order it first appears."""
-    found = {}
-    for lesson in sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb")):
-        for cell in json.loads(lesson.read_text())["cells"]:
-            if cell["cell_type"] != "code":
-                continue
-            try:
-                tree = ast.parse("".join(cell["source"]))
-            except SyntaxError:   # a cell with a shell command or magic imports nothing
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Import):
-                    found.update(dict.fromkeys(alias.name for alias in node.names))
-                elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                    found[node.module] = None
-    return list(found)
-
-
-def shared_folder(tmp_path_factory) -> Path:
-    """A folder of this test run that every pytest-xdist worker sees."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
-
-
-def use_warm_kernels(folder: Path, python: str, name: str = "python3") -> Path:
-    """Write the kernel specification ``name`` whose kernels ``python`` forks from a server
-    that has imported what the lessons import (tests/warm_kernels.py), in
-    ``folder/kernels``; returns ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder / f"{name}.lock")):
-        if not (folder / "kernels" / name / "kernel.json").is_file():
-            warm_kernels.write_kernel_spec(folder / "kernels", name, python, str(folder / f"{name}.sock"),
-                                           lesson_imports())
-    return folder
+from tests.support import warm_kernels
+from tests.support.assignments import Generated, Graded
+from tests.support.book import BUILD_HTML, ROOT, TEX_TOOLS, build_book, pdf_folder, start_pdf_build, use_warm_kernels
+from tests.support.browser import CHROMIUM_FLAGS, open_offline, serve
+from tests.support.runs import once_per_run, shared_folder
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -136,22 +43,6 @@ def pytest_unconfigure(config):
 
 #: Whether this run has tests that read the PDF (set at collection, the same in every worker).
 PDF_WANTED = False
-TEX_TOOLS = ("xelatex", "latexmk", "rsvg-convert", "pdfinfo", "pdftotext")
-
-
-def pdf_folder(tmp_path_factory) -> Path:
-    """Where this run builds the PDF: shared by the pytest-xdist workers."""
-    return shared_folder(tmp_path_factory) / "pdf"
-
-
-def start_pdf_build(out: Path) -> None:
-    """Start the PDF build (tests/pdf_build.py) in the background, so that XeLaTeX's minutes
-    overlap the tests that need no PDF; tests/test_pdf.py waits for its ``returncode`` file."""
-    out.mkdir(parents=True)
-    process = subprocess.Popen([sys.executable, str(ROOT / "tests" / "pdf_build.py"), str(out)], cwd=ROOT,
-                               start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    atexit.register(lambda: process.poll() is None and os.killpg(process.pid, signal.SIGTERM))
 
 
 @pytest.fixture(scope="session")
@@ -177,6 +68,19 @@ def built_site(book_build) -> Path:
     if book_build["returncode"] != 0:
         pytest.fail("jupyter-book build failed (warnings count as errors):\n" + book_build["log"])
     return BUILD_HTML
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory) -> Generated:
+    """The lessons' assignments, each generated on first use (tests/test_assignments.py,
+    tests/grading/)."""
+    return Generated(tmp_path_factory.mktemp("assignments"))
+
+
+@pytest.fixture(scope="session")
+def graded(generated, tmp_path_factory) -> Graded:
+    """Every version of each lesson graded in one kernel, once per run, on first use."""
+    return Graded(generated, tmp_path_factory.mktemp("graded"), tmp_path_factory)
 
 
 def pytest_configure(config):
@@ -250,25 +154,6 @@ def browser():
         browser.close()
 
 
-def serve(directory: Path):
-    """Serve ``directory`` on 127.0.0.1 only, on a free port; returns (base URL, stop)."""
-
-    class QuietHandler(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(QuietHandler, directory=str(directory))
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-
-    def stop():
-        server.shutdown()
-        server.server_close()
-
-    return f"http://127.0.0.1:{server.server_address[1]}/", stop
-
-
 @pytest.fixture(scope="session")
 def site_server(built_site):
     """The built site, served on 127.0.0.1; yields the base URL."""
@@ -286,15 +171,14 @@ def open_figure(browser, request, tmp_path_factory):
 
     By default the figure is found on the built site's figures page. With
     ``COMPANION_FIGURES_FROM=preview`` it is opened on a page written by
-    ``tools/preview_figure.py`` instead, which needs no book build (for working on a
+    :mod:`bookwork.preview_figure` instead, which needs no book build (for working on a
     figure).
     """
     opened, stops = [], []
 
     def _open(name: str, **kwargs):
         if os.environ.get("COMPANION_FIGURES_FROM") == "preview":
-            sys.path.insert(0, str(ROOT / "tools"))
-            from preview_figure import write_preview
+            from bookwork.preview_figure import write_preview
 
             out = tmp_path_factory.mktemp("preview")
             page_file = write_preview(name, out_dir=out, **kwargs)

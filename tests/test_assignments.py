@@ -1,4 +1,4 @@
-"""The lessons as graded assignments (tools/assignments.py, otter-grader's format).
+"""The lessons as graded assignments (:mod:`bookwork.assignments`, otter-grader's format).
 
 For every lesson: the question markers are well formed and match the exercises; the
 student copy holds no solution text and no hidden check; every check reads only its
@@ -8,155 +8,25 @@ message (not a crash) for each; and each deliberately wrong answer listed in
 tests/wrong_answers/<lesson>.json, put alone into the solution, loses exactly the
 points of its question, with the expected message, and no other question loses points.
 
-A lesson's versions (solution, untouched copy, one per wrong answer) are graded with the
-lesson's autograder.zip in one kernel (tests/grading_in_one_kernel.py), so the chapter
-runs once, not once per version; test_grading_in_one_kernel_agrees_with_the_grader
-grades the solution and the student copy of one lesson with ``grade`` as well (sandbox
-and judge), and checks that both give the same points and messages. A lesson's grades
-are kept in ``_build/grading-cache/`` with a hash of everything they depend on
-(:func:`grading_key`) and graded again only when that changes. Submissions written to
-cheat are graded in tests/test_grading_attacks.py.
+A lesson's versions are graded in one kernel (the ``graded`` fixture,
+:mod:`tests.support.assignments`); the grader itself, which grades each submission in a
+sandbox, is tested in tests/grading/, where submissions written to cheat are graded too.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import importlib.util
-import json
 import re
 import shutil
-import sys
-import time
 import zipfile
-from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import once_per_run, processes_with
-from grading_in_one_kernel import grade_versions
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("assignments", ROOT / "tools" / "assignments.py")
-assignments = importlib.util.module_from_spec(spec)
-sys.modules["assignments"] = assignments
-spec.loader.exec_module(assignments)
+from bookwork import assignments, myst_markdown
+from bookwork.book_targets import book_targets, page_titles
+from bookwork.grading.classroom import failure_messages
+from tests.support.assignments import ROOT, wrong_answers
 
 LESSONS = assignments.all_lessons()
-WRONG = ROOT / "tests" / "wrong_answers"
-
-
-def wrong_answers(lesson: str) -> list[dict]:
-    path = WRONG / f"{lesson}.json"
-    return json.loads(path.read_text()) if path.exists() else []
-
-
-def apply_edits(nb, edits: list[list[str]]):
-    """Apply [old, new] replacements, each of which must match exactly one cell once."""
-    for old, new in edits:
-        hits = [cell for cell in nb.cells if old in cell.source]
-        assert len(hits) == 1 and hits[0].source.count(old) == 1, f"edit target not unique: {old!r}"
-        hits[0].source = hits[0].source.replace(old, new)
-    return nb
-
-
-class Generated(dict):
-    """Assignments generated on first use, one lesson at a time."""
-
-    def __init__(self, out: Path):
-        super().__init__()
-        self.out = out
-
-    def __missing__(self, lesson: str) -> Path:
-        self[lesson] = assignments.generate(ROOT / "lessons" / f"{lesson}.ipynb", self.out)
-        return self[lesson]
-
-
-def versions(lesson: str, folder: Path) -> dict[str, nbformat.NotebookNode]:
-    """The versions of a lesson the tests grade: the solution, the untouched student
-    copy, and for each wrong answer the solution with that answer alone."""
-    solution = folder / "autograder" / f"{lesson}.ipynb"
-    found = {"solution": nbformat.read(solution, as_version=4),
-             "untouched": nbformat.read(folder / "student" / f"{lesson}.ipynb", as_version=4)}
-    for index, case in enumerate(wrong_answers(lesson)):
-        found[f"wrong-{index}"] = apply_edits(nbformat.read(solution, as_version=4), case["edits"])
-    return found
-
-
-#: Each lesson's grades, kept with a hash of everything they depend on (grading_key).
-GRADES = ROOT / "_build" / "grading-cache"
-#: The libraries a grading runs on: a new version of any of them grades again.
-GRADING_LIBRARIES = ("otter-grader", "nbclient", "ipykernel", "numpy", "torch", "sympy", "matplotlib")
-
-
-def grading_key(autograder: Path, found: dict[str, nbformat.NotebookNode]) -> str:
-    """A hash of what a lesson's grades depend on: the code of every version graded, the
-    autograder's checks and files, the companion package, this grading code, Python and
-    the libraries it runs on. When it is the same as the last run's, grading again would
-    give the same grades (a grading runs the same code on the same inputs; the chapters
-    are seeded), and the stored grades are used: a lesson is graded again only when
-    something it depends on changed, as the book build re-executes only changed chapters."""
-    digest = hashlib.sha256()
-    for name, nb in sorted(found.items()):
-        digest.update(name.encode())
-        for cell in nb.cells:
-            digest.update(cell.cell_type.encode() + b"\0" + cell.source.encode() + b"\0")
-    with zipfile.ZipFile(autograder) as archive:
-        for member in sorted(archive.namelist()):
-            digest.update(member.encode() + archive.read(member))
-    sources = sorted((ROOT / "companion").rglob("*.py")) + sorted((ROOT / "companion").rglob("*.json"))
-    grading = sorted((ROOT / "tools" / "grading").glob("*.py"))
-    for path in sources + grading + [ROOT / "tests" / "grading_in_one_kernel.py", ROOT / "tools" / "assignments.py"]:
-        digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
-    digest.update(sys.version.encode())
-    for library in GRADING_LIBRARIES:
-        digest.update(f"{library}=={importlib.metadata.version(library)}".encode())
-    return digest.hexdigest()
-
-
-class Graded(dict):
-    """The grades of every version of a lesson, {version: {question: score}}, computed on
-    first use in one kernel (once per test run, whichever pytest-xdist worker asks first).
-    A grading that fails is not tried again: every test that needs it fails with its error."""
-
-    def __init__(self, generated: Generated, out: Path, tmp_path_factory):
-        super().__init__()
-        self.generated, self.out, self.tmp_path_factory = generated, out, tmp_path_factory
-
-    def __missing__(self, lesson: str) -> dict[str, dict] | Exception:
-        def produce():
-            folder = self.generated[lesson]
-            found = versions(lesson, folder)
-            autograder = folder / "autograder" / "autograder.zip"
-            key = grading_key(autograder, found)
-            stored = GRADES / f"{lesson}.json"
-            if stored.is_file() and json.loads(stored.read_text())["key"] == key:
-                return json.loads(stored.read_text())["grades"]
-            grades = grade_versions(autograder, found, f"{lesson}.ipynb", self.out / lesson)
-            GRADES.mkdir(parents=True, exist_ok=True)
-            stored.write_text(json.dumps({"key": key, "grades": grades}))
-            return grades
-
-        try:
-            self[lesson] = once_per_run(f"graded-{lesson}", produce, self.tmp_path_factory)
-        except Exception as error:  # kept, and raised again for every test that asks
-            self[lesson] = RuntimeError(f"grading the versions of {lesson} failed: {type(error).__name__}: {error}")
-        return self[lesson]
-
-    def __getitem__(self, lesson: str) -> dict[str, dict]:
-        grades = super().__getitem__(lesson)
-        if isinstance(grades, Exception):
-            raise grades
-        return grades
-
-
-@pytest.fixture(scope="session")
-def generated(tmp_path_factory):
-    return Generated(tmp_path_factory.mktemp("assignments"))
-
-
-@pytest.fixture(scope="session")
-def graded(generated, tmp_path_factory):
-    return Graded(generated, tmp_path_factory.mktemp("graded"), tmp_path_factory)
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
@@ -232,7 +102,7 @@ def test_untouched_student_notebook_scores_zero_with_messages(path, graded):
     scores = graded[path.stem]["untouched"]
     for name, s in scores.items():
         assert s["score"] == 0, f"{name} gives points for an empty answer"
-        messages = assignments.failure_messages(s["output"])
+        messages = failure_messages(s["output"])
         assert messages, f"{name}: no failure message"
         for message in messages:
             assert message.startswith("CheckFailed: "), f"{name}: not a check's message: {message}"
@@ -265,7 +135,7 @@ def test_every_lesson_has_wrong_answers():
 
 def test_instructors_page_lists_every_question():
     page = (ROOT / "book" / "instructors.md").read_text()
-    assert assignments.questions_table() in page, "regenerate: python tools/assignments.py questions --markdown"
+    assert assignments.questions_table() in page, "regenerate: python -m bookwork.assignments questions --markdown"
 
 
 def test_colab_variant_fetches_checks_from_the_web(tmp_path):
@@ -282,13 +152,48 @@ def test_markdown_for_notebook_front_ends():
             "{py:func}`companion.rope.rotate`, {ref}`figure 2 <chapter-03-try-it>`, {doc}`00_why_positions` "
             "and {doc}`../book/references`; a {term}`KV cache` and {term}`wavelengths <Wavelength>`.\n\n"
             "```{exercise} Coding: RoPE\n:label: ex-03-rotate\n\nWrite it.\n```\n")
-    out = assignments.myst_to_markdown(text, assignments.labels(text))
+    out = myst_markdown.myst_to_markdown(text, myst_markdown.labels(text))
     assert out.startswith("# 3. RoPE")
     assert "**Definition: Rotary position embedding**\n\nTurn pairs." in out
     assert "[su2024roformer] and Rotary position embedding," in out and "`companion.rope.rotate`" in out
     assert "figure 2" in out and "<chapter" not in out
-    assert "chapter 0 and the references page of the book; a KV cache and wavelengths." in out
+    assert "chapter 0 and references; a KV cache and wavelengths." in out
     assert "### Exercise: Coding: RoPE" in out and ":label:" not in out and "```" not in out and "{" not in out
+
+
+def test_references_read_as_on_the_site():
+    """A cross-reference in a student notebook reads as the site shows it: a figure by its
+    number, a chapter in parentheses by its title, a page by its title; and the check that
+    generating runs (:func:`bookwork.myst_markdown.leftovers`) sees each way it once read."""
+    targets = book_targets(LESSONS)
+    references = {label: target.reference() for label, target in targets.items()}
+    text = ("**You need**: chapter 0 ({doc}`00_why_positions`). {numref}`fig-06-context-extension`'s criterion; "
+            "Chapter 10 ({ref}`chapter-10`) reads them. Full entries are on the {doc}`../book/references` page.")
+    out = myst_markdown.myst_to_markdown(text, references, documents=page_titles())
+    titles = page_titles()
+    assert out == (f"**You need**: chapter 0 ({titles['00_why_positions']}). "
+                   f"{references['fig-06-context-extension']}'s criterion; "
+                   f"Chapter 10 ({titles['10_what_your_model_runs']}) reads them. "
+                   "Full entries are on the References page.")
+    assert references["fig-06-context-extension"].startswith("Figure 6.")
+    assert myst_markdown.leftovers(out, targets) == []
+    for slip in ("chapter 0 (chapter 0): the softmax", "fig-06-context-extension's criterion",
+                 "Full entries are on the the references page", "Chapter 10 (Chapter 10 (What your model runs))",
+                 "a role left as it was, {numref}`fig-06-context-extension`"):
+        assert myst_markdown.leftovers(slip, targets), slip
+    for clean in ("for $N = 3$ and $N = 4$ and the layer", "`fig-06-context-extension` as code", "the conventions"):
+        assert myst_markdown.leftovers(clean, targets) == [], clean
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_student_notebook_reads_cleanly(path, generated):
+    """No markup of the book is left in a student notebook's text: no role, label or
+    directive, no doubled word, no reference repeated in its own parentheses."""
+    targets = book_targets(LESSONS)
+    nb = nbformat.read(generated[path.stem] / "student" / path.name, as_version=4)
+    left = {index: myst_markdown.leftovers(cell.source, targets) for index, cell in enumerate(nb.cells)
+            if cell.cell_type == "markdown"}
+    assert {index: found for index, found in left.items() if found} == {}
 
 
 def test_markers_are_checked(tmp_path):
@@ -301,94 +206,13 @@ def test_markers_are_checked(tmp_path):
         assignments.read_lesson(broken)
 
 
-def test_command_line_generates_lists_and_grades(tmp_path, graded, monkeypatch, capsys):
-    """The commands of the instructors' page: generate, questions, grade (points per
-    question, messages, the review, a CSV written at once with its SHA-256 printed)."""
+def test_command_line_generates_and_lists(tmp_path, capsys):
+    """The commands of the instructors' page: generate, questions."""
     assert assignments.main(["generate", str(ROOT / "lessons" / "03_rope.ipynb"), "--out", str(tmp_path)]) == 0
     assert (tmp_path / "03_rope" / "03_rope-student.zip").is_file()
     assert (tmp_path / "03_rope" / "autograder" / "autograder.zip").is_file()
     assert assignments.main(["questions"]) == 0
     assert "ex-03-rotate" in capsys.readouterr().out
-    results = {Path("right.ipynb"): assignments.grading.Graded(graded["03_rope"]["solution"]),
-               Path("=cmd|calc.ipynb"): assignments.grading.Graded(graded["03_rope"]["untouched"],
-                                                                   ["code cell 3 ('x'): calls exec()"])}
-    monkeypatch.setattr(assignments, "grade_all", lambda *args, **kwargs: results)
-    csv_path = tmp_path / "grades.csv"
-    assert assignments.main(["grade", "autograder.zip", "right.ipynb", "=cmd|calc.ipynb",
-                             "--csv", str(csv_path)]) == 0
-    out = capsys.readouterr().out
-    assert "right.ipynb: 12 / 12" in out and "=cmd|calc.ipynb: 0 / 12" in out
-    assert "CheckFailed: rope_rotate(x, positions): returned None" in out
-    assert "review: 1 finding(s) to read (they do not change the grade)\n      code cell 3 ('x'): calls exec()" in out
-    data = csv_path.read_bytes()
-    assert f"wrote {csv_path} (SHA-256 {hashlib.sha256(data).hexdigest()})" in out
-    rows = data.decode().splitlines()
-    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,ex-03-aim,total,review"
-    assert rows[1] == "right.ipynb,3.0,2.0,3.0,2.0,2.0,12.0,0"
-    assert rows[2] == "'=cmd|calc.ipynb,0.0,0.0,0.0,0.0,0.0,0.0,1", "a file name is not a spreadsheet formula"
-
-
-def test_grading_goes_on_past_submissions_it_cannot_grade(tmp_path, generated, graded, monkeypatch, capsys):
-    """A class's batch: a file that is not a notebook, another chapter's notebook and an
-    endless loop are each reported, the good submission is graded, the CSV has a row for
-    every file, and the command exits with status 1."""
-    folder = generated["03_rope"]
-    (tmp_path / "corrupt.ipynb").write_text("not a notebook")
-    nbformat.write(nbformat.read(generated["04_alibi"] / "student" / "04_alibi.ipynb", as_version=4),
-                   tmp_path / "other-chapter.ipynb")
-    loop = nbformat.read(folder / "student" / "03_rope.ipynb", as_version=4)
-    # It waits rather than spins, so that the other tests keep the cores meanwhile; a
-    # process it starts shows whether its sandbox outlives the run.
-    loop.cells.insert(3, nbformat.v4.new_code_cell(
-        'import subprocess, time\nsubprocess.Popen(["sleep", "86398.75"])\nwhile True:\n    time.sleep(0.1)'))
-    nbformat.write(loop, tmp_path / "loop.ipynb")
-    real_grade = assignments.grade
-    monkeypatch.setattr(assignments, "grade", lambda autograder, submission, *args: (
-        assignments.grading.Graded(graded["03_rope"]["solution"]) if Path(submission).name == "right.ipynb"
-        else real_grade(autograder, submission, *args)))
-    names = ["corrupt.ipynb", "other-chapter.ipynb", "loop.ipynb", "right.ipynb"]
-    csv_path = tmp_path / "grades.csv"
-    status = assignments.main(["grade", str(folder / "autograder" / "autograder.zip"),
-                               *[str(tmp_path / n) for n in names], "--csv", str(csv_path),
-                               "--timeout", "10", "--jobs", "3"])
-    assert status == 1
-    out = capsys.readouterr().out
-    assert "corrupt.ipynb: could not grade: refused: not a notebook: the file is not JSON" in out
-    assert "other-chapter.ipynb: could not grade: refused: this notebook is for assignment '04_alibi', " \
-           "not '03_rope'" in out
-    assert "loop.ipynb: could not grade: still running after 10 s" in out
-    time.sleep(1)  # the kernel ends a sandbox's processes with the first of them
-    assert processes_with("86398.75") == [], "the endless loop's sandbox outlived its run"
-    assert "right.ipynb: 12 / 12" in out
-    rows = csv_path.read_text().splitlines()
-    assert rows[0] == "submission,ex-03-rotate,ex-03-scaling,ex-03-convert,ex-03-base,ex-03-aim,total,review,error"
-    assert [row.split(",")[0].rsplit("/", 1)[-1] for row in rows[1:]] == names
-    assert rows[4].endswith("right.ipynb,3.0,2.0,3.0,2.0,2.0,12.0,0,")
-
-
-
-AGREEMENT_LESSON = "01_absolute_positions"
-
-
-def test_grading_in_one_kernel_agrees_with_the_grader(generated, graded):
-    """The grades the tests use (every version of a lesson in one kernel) are those that
-    ``grade`` gives each notebook alone, run in the sandbox and checked by the judge:
-    same questions, points and messages."""
-    folder = generated[AGREEMENT_LESSON]
-    notebooks = {"solution": folder / "autograder" / f"{AGREEMENT_LESSON}.ipynb",
-                 "untouched": folder / "student" / f"{AGREEMENT_LESSON}.ipynb"}
-    alone = assignments.grade_all(folder / "autograder" / "autograder.zip", list(notebooks.values()), jobs=2)
-    for version, notebook in notebooks.items():
-        assert not isinstance(alone[notebook], Exception), alone[notebook]
-        assert alone[notebook].scores == graded[AGREEMENT_LESSON][version], version
-        assert alone[notebook].review == [], f"{version}: {alone[notebook].review}"
-
-
-def test_questions_keep_the_notebooks_order(generated):
-    """The grader lists a chapter's questions in the order of the distributed notebook,
-    whatever order a submission has."""
-    autograder = assignments.grading.Autograder.load(generated["04_alibi"] / "autograder" / "autograder.zip")
-    assert autograder.order == ["ex-04-slopes", "ex-04-mean", "ex-04-twelve"]
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)

@@ -1,7 +1,7 @@
 """Every public callable of the math modules refuses bad input clearly and accepts valid input.
 
 Every public callable declares a contract (one kind per parameter, rules between them);
-``tests/bad_inputs.py`` generates the bad inputs of each kind and holds a valid example
+``tests/support/bad_inputs.py`` generates the bad inputs of each kind and holds a valid example
 call per callable (run it as a script for the counts of each outcome). Here every
 callable is called with each bad-input class and each valid spelling of its
 arguments; anything but a ``ValueError``/``TypeError`` naming the parameter, or the
@@ -14,8 +14,6 @@ an inf or a 0 that happens to be right.
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import mpmath
 import numpy as np
@@ -24,8 +22,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
-import bad_inputs  # noqa: E402  (a sibling module, not a package)
+from tests.support import bad_inputs
 
 from companion import _contracts, absolute, interpolation, nope, relative, relative_torch, rope  # noqa: E402
 

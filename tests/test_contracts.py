@@ -19,8 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import bad_inputs  # noqa: E402  (a sibling module, not a package)
+from tests.support import bad_inputs
 
 from companion import (  # noqa: E402,E501
     _contracts,

@@ -1,4 +1,4 @@
-"""book/_ext/exercise_solutions.py: solution markers never show, and a build can leave solutions out."""
+""":mod:`bookwork.sphinx.exercise_solutions`: solution markers never show, and a build can leave solutions out."""
 from __future__ import annotations
 
 import os
@@ -6,9 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import exercise_solutions  # noqa: E402
+from bookwork.sphinx import exercise_solutions
 
 PAGE = """# Page
 
@@ -53,8 +51,7 @@ def build(tmp_path: Path, without_solutions: bool, env: dict | None = None) -> s
     src = tmp_path / "src"
     src.mkdir()
     (src / "conf.py").write_text(
-        f"import sys; sys.path.insert(0, {str(ROOT / 'book' / '_ext')!r})\n"
-        "extensions = ['myst_parser', 'sphinx_exercise', 'exercise_solutions']\n"
+        "extensions = ['myst_parser', 'sphinx_exercise', 'bookwork.sphinx.exercise_solutions']\n"
         f"book_without_solutions = {without_solutions}\n")
     (src / "index.md").write_text(PAGE)
     done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(src), str(tmp_path / "out")],

@@ -281,13 +281,12 @@ def test_every_model_type_read_from_its_name_alone_is_the_library_s_default():
 
 
 def test_the_defaults_table_is_the_installed_library_s():
-    import sys
-    sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
-    import model_defaults
+    from bookwork import model_defaults
+
     stored = json.loads(model_defaults.TABLE.read_text())
     assert stored["transformers"] == transformers.__version__
     assert model_defaults.render(model_defaults.table()) == model_defaults.TABLE.read_text(), (
-        "companion/data/model_defaults.json is stale: run tools/model_defaults.py")
+        "companion/data/model_defaults.json is stale: run python -m bookwork.model_defaults")
 
 
 # ---------------------------------------------------------------------------

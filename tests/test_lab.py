@@ -21,9 +21,8 @@ from companion import lab
 from companion.lab import claims, config, experiments, fingerprint, results, runner
 from companion.lab.schemes import SCHEMES
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import lab_synthetic  # noqa: E402  (the synthetic records of tests/lab_synthetic.py)
-from conftest import once_per_run  # noqa: E402
+from tests.support import lab_synthetic
+from tests.support.runs import once_per_run
 
 ROOT = Path(__file__).resolve().parent.parent
 META = {"experiment", "config_name", "config", "companion_version", "code_fingerprint", "code_sources", "corpus",

@@ -3,7 +3,7 @@
 The book build executes each lesson once, as a student would: a fresh kernel, working
 directory ``lessons/``, every cell, stopping at the first error. It keeps the executed
 notebook in its cache (``_build/.jupyter_cache``) only when every cell ran, under a key
-made of the notebook's code; ``book/_ext/rerun_on_package_change.py`` empties the cache
+made of the notebook's code; :mod:`bookwork.sphinx.rerun_on_package_change` empties the cache
 when ``companion`` changes. So a cache entry that matches a lesson's current code is the
 proof that this code runs, and the lesson tests read it instead of running every lesson
 a second time.
@@ -11,7 +11,7 @@ a second time.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import nbformat
@@ -48,9 +48,9 @@ def test_lesson_executes(path, book_build, record_property):
         report = REPORTS / path.relative_to(ROOT).with_suffix(".err.log")
         detail = report.read_text()[-6000:] if report.is_file() else book_build["log"]
         pytest.fail(f"{path.name} did not run to the end in the book build:\n{detail}")
-    executed = record.created.replace(tzinfo=timezone.utc)
+    executed = record.created.replace(tzinfo=UTC)
     for data in data_files_read_by(nb):
-        changed = datetime.fromtimestamp(data.stat().st_mtime, tz=timezone.utc)
+        changed = datetime.fromtimestamp(data.stat().st_mtime, tz=UTC)
         assert changed <= executed, (
             f"{path.name} was executed before {data.relative_to(ROOT)} changed; run it again "
             "(rm -rf _build/.jupyter_cache, then make book)")
@@ -92,7 +92,8 @@ def test_lesson_structure(path):
     assert sorted(exercises) == sorted(solutions), "every exercise has exactly one solution"
     assert "{cite:" in text, "cite the primary papers"
     assert "{prf:proof}" in text or "```{prf:proof}" in text, "a written proof"
-    assert any(re.search(r"assert .*is_zero(_matrix)?\(", cell.source) for cell in code), "a SymPy proof that asserts zero"
+    assert any(re.search(r"assert .*is_zero(_matrix)?\(", cell.source) for cell in code), \
+        "a SymPy proof that asserts zero"
 
 
 def test_every_lesson_is_in_the_table_of_contents():

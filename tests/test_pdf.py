@@ -9,7 +9,7 @@ chapter with an interactive figure prints its static fallback image; no characte
 missing from the fonts (Greek, stars, accents); math is typeset, not printed as source;
 the bibliography is there. The page count, size and build time are reported.
 
-And the PDF is a printed book (book/_ext/print_book.py): captions and front matter say
+And the PDF is a printed book (:mod:`bookwork.sphinx.print_book`): captions and front matter say
 nothing about dragging or clicking, nothing runs past the margin (no overfull box over
 10 pt), no line of code or output wrapped with a continuation mark and chapter 10's
 configurations set as a table, every box has a title and proofs are text, no box header
@@ -24,17 +24,16 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 import unicodedata
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT, TEX_TOOLS, pdf_folder
 
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-from editions import NUMBERED_TITLE, PDF_NAME  # noqa: E402
+from bookwork.sphinx.editions import PDF_NAME
+from bookwork.sphinx.print_book import NUMBERED_TITLE
+from tests.support.book import ROOT, TEX_TOOLS, pdf_folder
 
 pytestmark = pytest.mark.pdf
 

@@ -1,4 +1,4 @@
-"""The reader's edition (notebooks/, tools/reader_edition.py): fresh, plain, installable, runnable.
+"""The reader's edition (notebooks/, :mod:`bookwork.edition`): fresh, plain, installable, runnable.
 
 - it is what the lessons give today (``make edition`` rewrites it);
 - its Markdown holds no MyST markup, its cells no assignment markers or checks;
@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import importlib.util
 import os
@@ -28,26 +29,29 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from conftest import use_warm_kernels
 from nbclient.exceptions import CellExecutionError
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("reader_edition", ROOT / "tools" / "reader_edition.py")
-reader_edition = importlib.util.module_from_spec(spec)
-sys.modules["reader_edition"] = reader_edition
-spec.loader.exec_module(reader_edition)
-myst_markdown = sys.modules["myst_markdown"]
+from bookwork import edition as reader_edition
+from bookwork import myst_markdown
+from bookwork.book_targets import book_targets
+from bookwork.sphinx import editions
+from tests.support.book import use_warm_kernels
 
+ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = [path.stem for path in reader_edition.lessons()]
 #: MyST that a plain notebook front end would show as raw text.
-RAW_MYST = re.compile(
-    r"```\{|:::\{|\{(?:cite|prf|ref|doc|numref|term|eq|math|py|glue|index|download)(?::[\w:]+)?\}`"
-    r"|^\([\w-]+\)=[ \t]*$|^:(?:label|class|name|nonumber|dropdown):", re.MULTILINE)
+RAW_MYST = myst_markdown.RAW_MYST
 #: Chapters that read lessons/lab_results from a checkout: they cannot run alone until the
 #: lab's stored results ship with the package.
 READ_FROM_CHECKOUT: set[str] = set()
+
+
+@functools.cache
+def book_labels() -> frozenset[str]:
+    """Every label of the book, which only a cross-reference may name."""
+    return frozenset(book_targets(reader_edition.lessons()))
 
 
 def edition_notebook(chapter: str):
@@ -76,8 +80,8 @@ def test_markdown_is_plain_and_checks_are_gone(chapter):
     for cell in nb.cells:
         assert not cell.get("outputs") and not cell.get("execution_count"), "committed with outputs"
         if cell.cell_type == "markdown":
-            raw = RAW_MYST.findall(cell.source)
-            assert not raw, f"raw MyST {raw} in:\n{cell.source[:400]}"
+            left = myst_markdown.leftovers(cell.source, book_labels())
+            assert not left, f"{left} in:\n{cell.source[:400]}"
         else:
             assert not re.search(r"#\s*(BEGIN|END) (SOLUTION|QUESTION|TESTS)|# SOLUTION\s*$|^# HIDDEN",
                                  cell.source, re.MULTILINE), f"an otter marker is left in:\n{cell.source[:300]}"
@@ -168,9 +172,6 @@ def test_author_year_and_works_cited():
 
 
 def test_launch_buttons_open_the_edition(tmp_path):
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    import editions
-
     class App:
         srcdir = str(ROOT)
         outdir = str(tmp_path / "html")
@@ -179,8 +180,8 @@ def test_launch_buttons_open_the_edition(tmp_path):
 
     context = {"pathto": lambda name, resource: f"../{name}", "header_buttons": [
         {"label": "launch-buttons", "buttons": [
-            {"text": "Binder", "url": f"https://mybinder.org/v2/gh/o/r/main?urlpath=tree/lessons/03_rope.ipynb"},
-            {"text": "Colab", "url": f"https://colab.research.google.com/github/o/r/blob/main/lessons/03_rope.ipynb"},
+            {"text": "Binder", "url": "https://mybinder.org/v2/gh/o/r/main?urlpath=tree/lessons/03_rope.ipynb"},
+            {"text": "Colab", "url": "https://colab.research.google.com/github/o/r/blob/main/lessons/03_rope.ipynb"},
             {"text": "Live Code", "javascript": "initThebeSBT()"}]},
         {"label": "download-buttons", "buttons": []}]}
     editions._launch_edition(App(), "lessons/03_rope", "page.html", context, None)

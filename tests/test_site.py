@@ -15,13 +15,18 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import browser as reader
 import pytest
-from conftest import ROOT, build_book, open_offline, serve
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from bookwork.sphinx import bibliography_labels
+from bookwork.sphinx.api_pages import public_modules
+from bookwork.sphinx.offline.font_subsets import DRAWN_WITHOUT_TEXT, MATH_ITALIC, MATHML, subset_math_font
+from bookwork.sphinx.offline.vendor_files import ASSETS, MATH_FONT, MATH_FONT_SOURCE
+from tests.support import browser as reader
+from tests.support.book import ROOT, build_book
+from tests.support.browser import open_offline, serve
 
 pytestmark = pytest.mark.site
 
@@ -388,7 +393,8 @@ def test_site_serves_its_own_front_end_files(built_site):
     html = (built_site / "lessons" / "00_why_positions.html").read_text()
     assert "application/vnd.jupyter.widget-state+json" in html
     assert "vendor/anywidget-static.js" in html
-    for heavy in ("embed-amd.js", "require.js", "tex-mml-chtml.js", "mjx-container", "fontawesome.js", "all.min.js", "all.min.css"):
+    for heavy in ("embed-amd.js", "require.js", "tex-mml-chtml.js", "mjx-container", "fontawesome.js", "all.min.js",
+                  "all.min.css"):
         assert heavy not in html, heavy
     for cdn in ("cdn.jsdelivr.net", "cdnjs.cloudflare.com", "unpkg.com"):
         assert f'src="https://{cdn}' not in html
@@ -433,22 +439,20 @@ def test_every_image_has_a_text_alternative(built_site):
 
 def test_bibliography_labels_are_author_year(built_site):
     html = (built_site / "book" / "references.html").read_text()
-    labels = [re.sub(r"<[^>]+>", "", label) for label in
-              re.findall(r'<span class="label"><span class="fn-bracket">\[</span>(.*?)<span class="fn-bracket">\]', html)]
+    bracketed = r'<span class="label"><span class="fn-bracket">\[</span>(.*?)<span class="fn-bracket">\]'
+    labels = [re.sub(r"<[^>]+>", "", label) for label in re.findall(bracketed, html)]
     assert len(labels) > 20
     assert all(re.fullmatch(r".+, (\d{4}[a-z]?|n\.d\.)", label) for label in labels), labels[:5]
     assert "Vaswani et al., 2017" in labels
 
 
 def test_pybtex_finds_every_installed_plugin_in_its_registry():
-    """book/_ext/bibliography_labels.py registers the installed pybtex plugins at run
+    """:mod:`bookwork.sphinx.bibliography_labels` registers the installed pybtex plugins at run
     time: each group and name is there with the very class its entry point loads, so
     the bibliography is formatted as before, and a name is found without reading the
     environment's entry points (which pybtex would do on every look-up)."""
     from importlib.metadata import entry_points
 
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    import bibliography_labels  # noqa: F401  (registers on import)
     from pybtex.plugin import _DEFAULT_PLUGINS, _RUNTIME_PLUGINS, find_plugin
 
     installed = [(kind, point) for group in _DEFAULT_PLUGINS
@@ -463,9 +467,6 @@ def test_pybtex_finds_every_installed_plugin_in_its_registry():
 
 def test_every_module_has_an_api_page(built_site):
     """Every public module of companion has a page, in the overview, without torch's inherited text."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    from api_pages import public_modules
-
     modules = public_modules()
     assert {"companion.rope", "companion.figures.rope", "companion.checks", "companion.mistakes"} <= set(modules)
     assert any(m == "companion.lab" or m.startswith("companion.lab.") for m in modules)
@@ -488,7 +489,6 @@ def broken_book(tmp_path_factory):
     folder = tmp_path_factory.mktemp("broken-book")
     shutil.copy(ROOT / "_config.yml", folder / "_config.yml")
     (folder / "book").mkdir()
-    shutil.copytree(ROOT / "book" / "_ext", folder / "book" / "_ext")
     shutil.copy(ROOT / "book" / "references.bib", folder / "book" / "references.bib")
     (folder / "node_modules").symlink_to(ROOT / "node_modules")
     (folder / "index.md").write_text("# Index\n\nA page that reads well, with $x + y$ typeset as math.\n")
@@ -516,7 +516,8 @@ def broken_book(tmp_path_factory):
     nb = {
         "cells": [
             {"cell_type": "markdown", "id": "a", "metadata": {}, "source": "# Raises"},
-            {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": None, "outputs": [], "source": "raise RuntimeError('boom')"},
+            {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": None, "outputs": [],
+             "source": "raise RuntimeError('boom')"},
         ],
         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
         "nbformat": 4,
@@ -580,12 +581,10 @@ def test_the_math_font_keeps_what_mathml_draws_without_text(browser, tmp_path):
     """The site's font subset draws each construct exactly as the whole font does.
 
     The formulas are typeset as the build does (Temml), the font is cut to them as the build
-    cuts it (offline_assets.subset_math_font), and Chromium draws every formula twice, in the
-    cut and in the whole STIX Two Math: the pixels must be the same, and a radical must have
-    ink. A glyph left out of the cut is drawn by a fallback font or not at all (a square
-    root with no radical sign) and fails."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    from offline_assets import ASSETS, MATH_FONT_SOURCE, subset_math_font
+    cuts it (:func:`bookwork.sphinx.offline.font_subsets.subset_math_font`), and Chromium
+    draws every formula twice, in the cut and in the whole STIX Two Math: the pixels must be
+    the same, and a radical must have ink. A glyph left out of the cut is drawn by a
+    fallback font or not at all (a square root with no radical sign) and fails."""
     from PIL import Image, ImageChops
 
     request = {"macros": {}, "pages": [{"formulas": [{"tex": tex, "display": True} for tex in IMPLICIT_GLYPHS]}]}
@@ -627,7 +626,8 @@ def test_the_math_font_keeps_what_mathml_draws_without_text(browser, tmp_path):
         assert different == [], different
         # the radical sign has ink: the root is wider than what is under it
         for root in page.locator(".cut msqrt, .cut mroot").all():
-            radical = root.evaluate("r => r.getBoundingClientRect().width - r.firstElementChild.getBoundingClientRect().width")
+            radical = root.evaluate("r => r.getBoundingClientRect().width"
+                                    " - r.firstElementChild.getBoundingClientRect().width")
             assert radical > 10, radical
     finally:
         page.close()
@@ -637,9 +637,7 @@ def test_the_math_font_keeps_what_mathml_draws_without_text(browser, tmp_path):
 def test_the_site_math_font_has_every_character_of_the_site(built_site):
     """Every character of every page's MathML, and every one the browser draws without
     text, has a glyph in the font the site serves."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
     from fontTools.ttLib import TTFont
-    from offline_assets import DRAWN_WITHOUT_TEXT, MATH_FONT, MATH_FONT_SOURCE, MATH_ITALIC, MATHML
 
     font = TTFont(built_site / MATH_FONT)
     covered = set(font.getBestCmap())
@@ -658,7 +656,6 @@ def test_the_site_math_font_has_every_character_of_the_site(built_site):
 def test_figures_are_numbered_within_chapters_as_in_the_reader_edition(built_site):
     """Plots and interactive figures share one sequence per chapter, Figure 3.1, 3.2, ...,
     on the site as in the reader's edition; every interactive figure has its caption."""
-    sys.path.insert(0, str(ROOT / "tools"))
     import nbformat
 
     for page in sorted((built_site / "lessons").glob("[0-9][0-9]_*.html")):
@@ -677,7 +674,7 @@ def test_figures_are_numbered_within_chapters_as_in_the_reader_edition(built_sit
 
 def test_folded_cells_are_labelled_on_the_site(built_site):
     """Every fold of every chapter shows the label its cell's first line gives it
-    (book/_ext/folded_cells.py): "Check: ...", "Plot: ..." or "Setup: ...", never a bare
+    (:mod:`bookwork.sphinx.folded_cells`): "Check: ...", "Plot: ..." or "Setup: ...", never a bare
     "Show code cell source"."""
     for page in sorted((built_site / "lessons").glob("[0-9][0-9]_*.html")):
         labels = re.findall(r'<p class="collapsed admonition-title">([^<]*)</p>', page.read_text(encoding="utf-8"))
@@ -691,9 +688,6 @@ def test_the_preface_maps_every_chapter_and_module():
     """The preface's chapter map has a row for every chapter, and its table of the package
     a row for every public module of companion: a chapter or a module added later fails
     here until the preface names it."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    from api_pages import public_modules
-
     intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
     chapter_map = intro.split("## Chapter map", 1)[1].split("\n## ", 1)[0]
     lessons = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
@@ -728,7 +722,8 @@ def test_prose_is_set_in_a_readable_column(browser, site_server):
         assert code > prose + 40, (code, prose)
         # a box's title bar (Definition 3.1, an exercise, a fold) spans its box, though the
         # text under it keeps to the column
-        short_bars = page.evaluate("""() => [...document.querySelectorAll('.bd-article .admonition > .admonition-title')]
+        short_bars = page.evaluate("""() => [
+            ...document.querySelectorAll('.bd-article .admonition > .admonition-title')]
             .filter((title) => title.getBoundingClientRect().width > 0)
             .map((title) => title.parentElement.getBoundingClientRect().right - title.getBoundingClientRect().right)
             .filter((gap) => gap > 2)""")

@@ -1,4 +1,4 @@
-"""The tests' warm kernels (tests/warm_kernels.py) behave as kernels Jupyter starts itself.
+"""The tests' warm kernels (:mod:`tests.support.warm_kernels`) behave as kernels Jupyter starts itself.
 
 Each is a new process whose namespace holds nothing, forked from the server; an
 interrupt reaches the code it runs; it ends when Jupyter shuts it down or kills the
@@ -15,9 +15,9 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 
-def _started(env: dict | None = None):
+def _started(env: dict | None = None, cwd: Path | None = None):
     manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(**({"env": env} if env else {}))
+    manager.start_kernel(**({"env": env} if env else {}), **({"cwd": str(cwd)} if cwd else {}))
     client = manager.client()
     client.start_channels()
     client.wait_for_ready(timeout=120)
@@ -58,7 +58,7 @@ def test_each_kernel_is_a_new_process_forked_from_the_server_with_an_empty_names
             printed, reply = _run(client, PROBE)
             assert reply["status"] == "ok"
             pid, parent, torch_loaded, earlier = printed.split()
-            assert "warm_kernels.py serve" in _command_line(int(parent)), "not forked from the server"
+            assert "warm_kernels import serve" in _command_line(int(parent)), "not forked from the server"
             assert torch_loaded == "True" and earlier == "False"
             _run(client, "earlier = 1")
             seen.append(int(pid))
@@ -67,6 +67,24 @@ def test_each_kernel_is_a_new_process_forked_from_the_server_with_an_empty_names
             manager.shutdown_kernel()
         assert _gone(int(pid), within=10), "the kernel outlived its shutdown"
     assert seen[0] != seen[1]
+
+
+def test_a_kernel_imports_from_its_own_folder_as_an_ordinary_one(tmp_path):
+    """A kernel started in a folder finds the modules there; the folder the server started
+    in (the repository) is not on its search path."""
+    (tmp_path / "beside_the_notebook.py").write_text("WHERE = 'here'\n")
+    root = str(Path(__file__).resolve().parent.parent)
+    manager, client = _started(cwd=tmp_path)
+    try:
+        printed, reply = _run(client, "import os, sys, beside_the_notebook\n"
+                                      "print(beside_the_notebook.WHERE, "
+                                      f"{root!r} in [os.path.abspath(p) for p in sys.path])")
+        assert reply["status"] == "ok", reply
+        assert printed.split() == ["here", "False"]
+        assert "warm_kernels import serve" in _command_line(int(_run(client, PROBE)[0].split()[1]))
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel()
 
 
 def test_an_interrupt_reaches_the_running_cell():

@@ -62,7 +62,7 @@ filled keys are listed in ``filled_in``.
 **What the file leaves to the class.** A published file often leaves out what equals
 its model class's defaults (a multimodal model's ``text_config`` is written as the
 difference from them): the reader fills them in from :func:`model_defaults`, a table
-read from the library's configuration classes by ``tools/model_defaults.py``, and
+read from the library's configuration classes by ``python -m bookwork.model_defaults``, and
 names each key it filled in. :func:`layer_plan` gives every layer's settings (layer
 types with their own base, head size or method, layers without RoPE), and M-RoPE
 files (``mrope_section``) give each rotated pair a position axis

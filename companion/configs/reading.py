@@ -68,7 +68,7 @@ class UnmodelledEffectWarning(UserWarning):
 def model_defaults() -> dict:
     """The values Transformers fills in for keys a ``config.json`` leaves out, by ``model_type``.
 
-    Read from the library's configuration classes by ``tools/model_defaults.py`` and
+    Read from the library's configuration classes by ``python -m bookwork.model_defaults`` and
     stored as package data (``companion/data/model_defaults.json``):
     ``{"transformers": version, "model_types": {model_type: {...}}, "text_model_types":
     {multimodal type: text type}, "model_code": {behaviour: [model types]}}``. Each

@@ -60,7 +60,7 @@ class Figure(anywidget.AnyWidget):
 
         The live figure carries it as ``data-figure``, its fallback block as
         ``data-fallback-for``; the book labels the figure with it
-        (``fig-03-rope-rotation``, ``book/_ext/live_figures.py``)."""
+        (``fig-03-rope-rotation``, ``bookwork/sphinx/live_figures.py``)."""
         return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
 
     def static_figure(self):
