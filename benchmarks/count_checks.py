@@ -24,8 +24,8 @@ from pathlib import Path
 MODULES = ["attention", "absolute", "relative", "rope", "alibi", "nope", "scaling", "trained_range",
            "interpolation", "sampling", "configs", "precision", "mrope", "layers", "sinks", "remap", "symbolic"]
 #: The lab's modules (``companion/lab``), reported as a block of their own.
-LAB_MODULES = ["config", "schemes", "runner", "experiments", "evals", "data", "train", "models", "stats", "claims",
-               "results", "fingerprint", "usage"]
+LAB_MODULES = ["settings", "schemes", "runs", "provenance", "experiments", "evals", "stdlib_corpus", "tasks", "train",
+               "models", "stats", "claims", "results", "fingerprint", "kinds", "usage"]
 CHECK_PREFIXES = ("_checks.", "_contracts.")
 
 

@@ -27,7 +27,8 @@ from typing import Annotated
 import mpmath
 import numpy as np
 
-from .._contracts import Count, Integer, Level, NonNegative, Positive, Real, Sample, contract
+from .._contracts import Count, Integer, Level, NonNegative, Positive, Real, contract
+from .kinds import Sample
 
 #: Numbers, one per seed (or per cluster): a non-empty 1-D float64 array of finite values.
 Values = Annotated[np.ndarray, Sample()]
