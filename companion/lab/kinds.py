@@ -3,7 +3,7 @@ r"""The kinds of parameter only the lab has: models, token tensors, functions, s
 A kind is a :class:`companion._contracts.Kind`: ``kind(name, value)`` returns the
 value (converted where it says so) or raises ``ValueError`` naming the parameter,
 what it accepts and what it got. The math modules share theirs in
-:mod:`companion._contracts`; these are the lab's, declared in its signatures the
+``companion/_contracts.py``; these are the lab's, declared in its signatures the
 same way (``model: Model``, ``seeds: SeedList``).
 """
 from __future__ import annotations

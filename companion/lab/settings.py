@@ -18,7 +18,7 @@ and options (:meth:`Arm.model_options`).
 :data:`CONFIGS` holds ``full`` (the book's numbers) and ``reduced`` (the same
 pipeline at a tiny size, for continuous integration); :func:`get_config` returns
 either by name. Change a field with ``dataclasses.replace`` or
-:meth:`LabConfig.with_changes`, which also reaches into the sections::
+:meth:`Section.with_changes`, which also reaches into the sections::
 
     cfg = get_config("reduced").with_changes(seeds=(3,), train={"steps": 20})
 
@@ -40,7 +40,7 @@ from ..rope import DEFAULT_BASE
 from .kinds import SeedList
 
 __all__ = [
-    "SCHEMES", "ROPE_SCHEMES", "ModelConfig", "Arm", "SharedModelConfig", "TrainConfig", "EvalConfig", "ProbeConfig", "ExtensionConfig", "SweepConfig",
+    "Section", "SCHEMES", "ROPE_SCHEMES", "ModelConfig", "Arm", "SharedModelConfig", "TrainConfig", "EvalConfig", "ProbeConfig", "ExtensionConfig", "SweepConfig",
     "LabConfig", "CONFIGS", "get_config", "arms_at",
 ]
 
@@ -58,8 +58,9 @@ def _settings_of(cls, values, where) -> None:
         raise ValueError(f"{where} has no setting {unknown[0]!r}; its settings are {known}")
 
 
-class _Section:
-    """Reading, writing and changing a frozen dataclass as plain data, field by field, refusing unknown keys."""
+class Section:
+    """A section of the settings: a frozen dataclass read from, written to and changed as plain data, field by
+    field, refusing any key it does not have (every dataclass here is one)."""
 
     @classmethod
     @contract(_settings_of)
@@ -81,14 +82,14 @@ class _Section:
 
 
 def _changed(section, changes, where):
-    """A copy of ``section`` with ``changes`` (read as :meth:`_Section.from_dict` reads them); a field that is a
+    """A copy of ``section`` with ``changes`` (read as :meth:`Section.from_dict` reads them); a field that is a
     section itself may be given as a dict of its own changes."""
     _settings_of(type(section), changes, where)
     types = _field_types(type(section))
     values = {}
     for name, value in changes.items():
         current = getattr(section, name)
-        if isinstance(current, _Section) and isinstance(value, dict):
+        if isinstance(current, Section) and isinstance(value, dict):
             values[name] = _changed(current, value, name)
         else:
             values[name] = _read(types[name], value, name)
@@ -105,9 +106,9 @@ def _field_types(cls) -> dict:
 def _read(kind, value, where):
     """``value``, as JSON holds it, in the type ``kind`` of its field: a section from its dict, a dict of
     sections from a dict of dicts, a tuple from a list; anything else as it is (its kind checks it)."""
-    if isinstance(kind, type) and issubclass(kind, _Section):
+    if isinstance(kind, type) and issubclass(kind, Section):
         return kind.from_dict(value, where)
-    if typing.get_origin(kind) is dict and issubclass(typing.get_args(kind)[1], _Section):
+    if typing.get_origin(kind) is dict and issubclass(typing.get_args(kind)[1], Section):
         section = typing.get_args(kind)[1]
         if not isinstance(value, dict):
             raise ValueError(f"{where} must be a dict {{name: {section.__name__}}}, got {type(value).__name__}")
@@ -116,7 +117,7 @@ def _read(kind, value, where):
 
 
 def _plain(value):
-    if isinstance(value, _Section):
+    if isinstance(value, Section):
         return value.to_dict()
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
@@ -134,6 +135,8 @@ SCHEMES = ("learned", "sinusoidal", "shaw", "t5", "rope", "alibi", "nope", "irop
 #: The schemes whose frequencies :meth:`companion.lab.schemes.RotaryScheme.set_scaling` can change.
 ROPE_SCHEMES = ("rope", "irope")
 
+#: The name of a position scheme.
+SchemeName = Annotated[str, OneOf(*SCHEMES)]
 #: The standard deviation of the token embedding at initialisation.
 EmbeddingStd = Annotated[float, Either(Real(gt=0), OneOf("inverse_sqrt_d"),
                                        what="a finite real number > 0 or 'inverse_sqrt_d'")]
@@ -173,7 +176,7 @@ def _t5_beyond_exact(t5_num_buckets, t5_max_distance) -> None:
 
 @contract(_heads_divide_width, _pairs_for_the_scheme, _fraction_of_rope_pairs, _t5_beyond_exact)
 @dataclass(frozen=True)
-class ModelConfig(_Section):
+class ModelConfig(Section):
     r"""Everything that makes a :class:`companion.lab.models.TinyTransformer`, as nanoGPT's ``GPTConfig`` does.
 
     ``scheme``: one of :data:`SCHEMES`, the only positional choice.
@@ -208,7 +211,7 @@ class ModelConfig(_Section):
     4's do.
     """
 
-    scheme: Annotated[str, OneOf(*SCHEMES)] = "rope"
+    scheme: SchemeName = "rope"
     vocab_size: Annotated[int, Integer(2, why="a language model predicts one of several tokens")] = 256
     d_model: Count = 64
     n_heads: Count = 4
@@ -232,7 +235,7 @@ class ModelConfig(_Section):
 # ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Arm(_Section):
+class Arm(Section):
     r"""One arm: a position scheme (:data:`SCHEMES`) and its options.
 
     ``irope_chunk``: iRoPE's chunk size (Llama 4's ``attention_chunk_size``);
@@ -261,7 +264,7 @@ class Arm(_Section):
 
 
 @dataclass(frozen=True)
-class SharedModelConfig(_Section):
+class SharedModelConfig(Section):
     """The model settings every arm shares: width, heads, layers and tied embeddings.
 
     An arm's whole model is a :class:`ModelConfig` (nanoGPT's
@@ -276,7 +279,7 @@ class SharedModelConfig(_Section):
 
 
 @dataclass(frozen=True)
-class TrainConfig(_Section):
+class TrainConfig(Section):
     """The budget: AdamW steps of ``batch_size`` sequences of ``L`` tokens, one schedule for all.
 
     ``curve_every``: every so many steps, the learning curve records the loss on the
@@ -295,7 +298,7 @@ class TrainConfig(_Section):
 
 
 @dataclass(frozen=True)
-class EvalConfig(_Section):
+class EvalConfig(Section):
     r"""Evaluation sizes.
 
     ``multiples``: lengths ``m L`` scored; ``depth_bins``: the needle's depth is
@@ -322,7 +325,7 @@ class EvalConfig(_Section):
 
 
 @dataclass(frozen=True)
-class ProbeConfig(_Section):
+class ProbeConfig(Section):
     """The untrained probes: multi-key retrieval, variable tracking, and retrieval with no literal match."""
 
     multi_key_needles: int = 4
@@ -334,7 +337,7 @@ class ProbeConfig(_Section):
 
 
 @dataclass(frozen=True)
-class ExtensionConfig(_Section):
+class ExtensionConfig(Section):
     """Experiment 3: the RoPE model read at ``factor * L`` with each method, zero-shot and fine-tuned.
 
     ``curve_steps``: the fine-tuning steps after which the scores are also taken
@@ -353,7 +356,7 @@ class ExtensionConfig(_Section):
 
 
 @dataclass(frozen=True)
-class SweepConfig(_Section):
+class SweepConfig(Section):
     """The learning-rate sweep: every arm at full size at each of ``lrs``, on ``seeds``, scored on the tuning files."""
 
     lrs: tuple = (3e-3, 1e-2, 3e-2)
@@ -382,7 +385,7 @@ def _section(kind: type) -> InstanceOf:
 
 @contract(_arms_are_arms, _development_apart_from_held_out)
 @dataclass(frozen=True)
-class LabConfig(_Section):
+class LabConfig(Section):
     """A whole run: seeds, arms and every section (see the module docstring)."""
 
     seeds: SeedList = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
