@@ -26,8 +26,8 @@ MODULES = ["attention", "absolute", "absolute_torch", "relative", "relative_torc
            "configs/rope_types", "configs/applied", "configs/catalogue", "precision", "mrope", "layer_plans", "sinks",
            "remap", "symbolic"]
 #: The lab's modules (``companion/lab``), reported as a block of their own.
-LAB_MODULES = ["config", "schemes", "runner", "experiments", "evals", "data", "train", "models", "stats", "claims",
-               "results", "fingerprint", "usage"]
+LAB_MODULES = ["settings", "schemes", "runs", "provenance", "experiments", "evals", "stdlib_corpus", "tasks", "train",
+               "models", "stats", "claims", "results", "fingerprint", "kinds", "usage"]
 CHECK_PREFIXES = ("_checks.", "_contracts.")
 
 

@@ -47,6 +47,7 @@ from companion._contracts import (  # noqa: E402
     contract,
     keys_after_queries,
 )
+from companion.lab import kinds  # noqa: E402
 
 PACKAGE = Path(__file__).resolve().parent.parent / "companion"
 
@@ -138,7 +139,7 @@ def test_a_dataclass_is_declared_by_its_fields():
 
 def test_varargs_are_declared_as_one_tuple():
     @contract
-    def alternate(*sources: Annotated[tuple, _contracts.Functions("functions f(x)")]):
+    def alternate(*sources: Annotated[tuple, kinds.Functions("functions f(x)")]):
         return sources
 
     assert alternate(abs, len) == (abs, len)
@@ -150,22 +151,22 @@ def test_varargs_are_declared_as_one_tuple():
 
 
 def test_the_labs_kinds_name_the_parameter_and_what_it_accepts():
-    fn = _contracts.Function("a function batches(step, generator) -> (x, y)")
+    fn = kinds.Function("a function batches(step, generator) -> (x, y)")
     assert fn("batches", len) is len
     with pytest.raises(ValueError, match=r"^batches must be a function batches\(step, generator\) -> \(x, y\), got int$"):
         fn("batches", 3)
     module = torch.nn.Linear(2, 2)
-    assert _contracts.TorchModule()("model", module) is module
+    assert kinds.TorchModule()("model", module) is module
     with pytest.raises(ValueError, match="^model must be a torch.nn.Module, got int$"):
-        _contracts.TorchModule()("model", 3)
+        kinds.TorchModule()("model", 3)
     with pytest.raises(ValueError, match=r"^model must have attention_weights\(tokens\), got Linear$"):
-        _contracts.TorchModule("attention_weights", "attention_weights(tokens)")("model", module)
+        kinds.TorchModule("attention_weights", "attention_weights(tokens)")("model", module)
     with pytest.raises(ValueError, match="^task must be a Task, got int$"):
         _contracts.InstanceOf(dict, "a Task", error=ValueError)("task", 3)
 
 
 def test_token_tensors_are_integer_tensors_of_the_declared_shape():
-    windows = _contracts.TokenTensor(2, "(N, n + 1)", min_last=2, why="n >= 1")
+    windows = kinds.TokenTensor(2, "(N, n + 1)", min_last=2, why="n >= 1")
     x = torch.zeros(3, 5, dtype=torch.uint8)
     assert windows("windows", x) is x                      # not copied, dtype kept
     for bad, message in ((torch.zeros(3, 5), "dtype torch.float32"), ([[1, 2]], "list"),
@@ -175,27 +176,27 @@ def test_token_tensors_are_integer_tensors_of_the_declared_shape():
     with pytest.raises(ValueError, match=r"^windows must have shape \(N, n \+ 1\) and the last >= 2 \(n >= 1\), got \(3, 1\)$"):
         windows("windows", torch.zeros(3, 1, dtype=torch.long))
     with pytest.raises(ValueError, match=r"must have shape \(batch, n\) with every size >= 1, got \(0, 4\)"):
-        _contracts.TokenTensor(2, "(batch, n)", min_size=1)("tokens", torch.zeros(0, 4, dtype=torch.long))
+        kinds.TokenTensor(2, "(batch, n)", min_size=1)("tokens", torch.zeros(0, 4, dtype=torch.long))
 
 
 def test_seeds_samples_edges_and_either():
     seeds = (3, 1)
-    assert _contracts.Seeds()("seeds", seeds) is seeds      # a tuple stays the tuple it was
+    assert kinds.Seeds()("seeds", seeds) is seeds      # a tuple stays the tuple it was
     for bad in ((1, 1), (-1,), (1.0,), "01", (True,)):
         with pytest.raises(ValueError, match="^seeds must be a list of distinct integers >= 0"):
-            _contracts.Seeds()("seeds", bad)
-    assert _contracts.Sample()("values", [True, 2, 3.5]).tolist() == [1.0, 2.0, 3.5]
+            kinds.Seeds()("seeds", bad)
+    assert kinds.Sample()("values", [True, 2, 3.5]).tolist() == [1.0, 2.0, 3.5]
     with pytest.raises(ValueError, match="^values must be a non-empty list of finite numbers, got"):
-        _contracts.Sample()("values", [1.0, float("nan")])
-    assert np.isnan(_contracts.Sample(finite=False)("values", [1.0, float("nan")])[1])
+        kinds.Sample()("values", [1.0, float("nan")])
+    assert np.isnan(kinds.Sample(finite=False)("values", [1.0, float("nan")])[1])
     with pytest.raises(ValueError, match=r"^values must be a non-empty list of numbers \(one per seed\), got \[1, None\]"):
-        _contracts.Sample(finite=False)("values", [1, None])
-    assert _contracts.Edges("offsets")("file_starts", [0, 5, 9]).dtype == np.int64
+        kinds.Sample(finite=False)("values", [1, None])
+    assert kinds.Edges("offsets")("file_starts", [0, 5, 9]).dtype == np.int64
     for bad in ([1, 5], [0, 5, 5], [], [[0, 1]]):
         with pytest.raises(ValueError, match="^file_starts must be increasing offsets starting at 0"):
-            _contracts.Edges("offsets")("file_starts", bad)
+            kinds.Edges("offsets")("file_starts", bad)
     with pytest.raises(ValueError, match="blocks must be increasing"):
-        _contracts.Edges("position edges", least=2)("blocks", [0])
+        kinds.Edges("position edges", least=2)("blocks", [0])
     std = _contracts.Either(_contracts.Real(gt=0), _contracts.OneOf("inverse_sqrt_d"), what="a real > 0 or 'inverse_sqrt_d'")
     assert std("std", 1) == 1.0 and type(std("std", 1)) is float and std("std", "inverse_sqrt_d") == "inverse_sqrt_d"
     with pytest.raises(ValueError, match=r"^std must be a real > 0 or 'inverse_sqrt_d', got -1$"):
@@ -208,23 +209,24 @@ def test_seeds_samples_edges_and_either():
 
 
 def test_the_labs_declarations_check_before_the_body():
-    from companion.lab import data, evals, models, train
+    from companion.lab import evals, models, tasks, train
+    from companion.lab.settings import ModelConfig
 
     with pytest.raises(ValueError, match=r"^n_needles must be an integer >= 2 \(multi-key retrieval needs two needles\)"):
-        data.multi_key_retrieval(2, 64, n_needles=1)
+        tasks.multi_key_retrieval(2, 64, n_needles=1)
     with pytest.raises(ValueError, match="^length must be at least 12 to hold every needle and the query, got 10$"):
-        data.no_literal_match_retrieval(2, 10)
+        tasks.no_literal_match_retrieval(2, 10)
     with pytest.raises(ValueError, match=r"^step must be an integer in 0..9, got 10$"):
         train.lr_at(10, 10, 1e-3, 1)
     with pytest.raises(ValueError, match="^callback must be a function callback"):
         train.train(torch.nn.Linear(2, 2), lambda step, g: None, 1, every=1)
-    model = models.TinyTransformer("rope", vocab_size=8, d_model=8, n_heads=2, n_layers=1, context_length=8)
+    model = models.TinyTransformer(ModelConfig("rope", vocab_size=8, d_model=8, n_heads=2, n_layers=1, context_length=8))
     with pytest.raises(ValueError, match=r"^tokens must lie in 0..7 \(vocab_size\), got 0..9$"):
         model(torch.tensor([[0, 9]]))
     with pytest.raises(ValueError, match="^d_model must be divisible by n_heads"):
-        models.TinyTransformer("rope", d_model=10, n_heads=4)
+        ModelConfig("rope", d_model=10, n_heads=4)
     with pytest.raises(ValueError, match="^rule must be one of 'first', 'last', 'random'"):
-        evals.copier_accuracy(data.copying(1, 9), "middle")
+        evals.copier_accuracy(tasks.copying(1, 9), "middle")
     assert evals.perplexity_by_length.__contract__.kinds["lengths"].single
 
 
@@ -272,20 +274,20 @@ def test_no_public_function_checks_its_arguments_in_its_body():
     assert not checking, f"checks in the bodies of public functions (declare them instead): {checking}"
 
 
-LAB_MODULES = ["config", "schemes", "runner", "experiments", "evals", "data", "train", "models", "stats", "claims",
-               "results", "fingerprint", "usage"]
+LAB_MODULES = ["settings", "schemes", "runs", "provenance", "experiments", "evals", "stdlib_corpus", "tasks", "train",
+               "models", "stats", "claims", "results", "fingerprint", "kinds", "usage"]
 #: Public functions of the lab that raise about the files they read or the state they find, which no
 #: declaration made before the call can know: the folders of a run, the files present on this machine,
 #: the definitions a module holds, the settings a section has (named by their path in the configuration).
 LAB_STATE_CHECKS = {
-    "data.load_corpus": "the training and validation files must exist under the stdlib folder",
-    "runner.stage_results": "the arm jobs of the seeds must be finished in the folder",
-    "runner.run_all": "the folder must not hold the unfinished jobs of another run",
-    "runner.assemble": "the folder must hold every job of the run, computed by this code",
-    "runner.record_claims_history": "the folder must hold a finished run's summary.json",
+    "stdlib_corpus.load_corpus": "the training and validation files must exist under the stdlib folder",
+    "runs.stage_results": "the arm jobs of the seeds must be finished in the folder",
+    "runs.run_all": "the folder must not hold the unfinished jobs of another run",
+    "runs.assemble": "the folder must hold every job of the run, computed by this code",
+    "runs.record_claims_history": "the folder must hold a finished run's summary.json",
+    "runs.record_code_change": "the folder must hold a finished run's summary.json, of other code",
     "results.load_results": "the folder must hold one run's files",
     "fingerprint.source_hashes": "each traced function must be defined at the top of its module",
-    "config.LabConfig.with_changes": "each change must name a setting (its path named in the message)",
 }
 
 

@@ -6,8 +6,9 @@ import math
 import pytest
 import torch
 
-from companion.lab import data, evals
+from companion.lab import evals, stdlib_corpus, tasks
 from companion.lab.models import TinyTransformer
+from companion.lab.settings import ModelConfig
 
 V = 256
 
@@ -37,7 +38,7 @@ def task_oracle(task):
 
 
 def test_oracle_perplexity_is_one_and_uniform_is_the_vocabulary_size():
-    windows = data.text_windows(periodic(), 64, 20)
+    windows = stdlib_corpus.text_windows(periodic(), 64, 20)
     assert evals.perplexity(oracle_next, windows) == pytest.approx(1.0, abs=1e-12)
     assert evals.perplexity(uniform, windows) == pytest.approx(V, rel=1e-12)
 
@@ -53,7 +54,7 @@ def test_perplexity_by_length_scales_and_counts():
 
 def test_undefined_lengths_are_recorded_not_raised():
     torch.manual_seed(0)
-    model = TinyTransformer("learned", d_model=16, n_heads=2, context_length=16)
+    model = TinyTransformer(ModelConfig("learned", d_model=16, n_heads=2, context_length=16))
     rows = evals.perplexity_by_length(model, periodic(), [16, 32], tokens_per_length=256)
     assert rows[0]["defined"] and rows[0]["perplexity"] > 1
     assert rows[1] == {"length": 32, "n_windows": 8, "n_tokens": 256, "perplexity": None, "defined": False,
@@ -65,7 +66,7 @@ def test_undefined_lengths_are_recorded_not_raised():
 
 
 def test_oracle_retrieval_accuracy_is_one_and_uniform_is_zero():
-    task = data.retrieval(30, 50, seed=1, n_needles=3)
+    task = tasks.retrieval(30, 50, seed=1, n_needles=3)
     result = evals.answer_accuracy(task_oracle(task), task, batch_size=7)
     assert result == {"accuracy": 1.0, "n_examples": 30}
     assert evals.answer_correct(task_oracle(task), task).all()
@@ -78,7 +79,7 @@ def test_accuracy_grid_with_an_oracle_that_reads_the_needle():
         """Finds '@' + the queried key in its input and predicts the value digits after the query's '='."""
         logits = torch.zeros(*tokens.shape, V)
         for b, row in enumerate(tokens):
-            text = data.decode(row)
+            text = stdlib_corpus.decode(row)
             q = text.rindex("?")
             key = text[q + 1:q + 3]
             value = text[text.index("@" + key + "=") + 4:][:2]
@@ -94,22 +95,22 @@ def test_accuracy_grid_with_an_oracle_that_reads_the_needle():
 
 def test_a_module_is_put_in_eval_mode_and_run_without_gradients():
     torch.manual_seed(0)
-    model = TinyTransformer("rope", d_model=16, n_heads=2, context_length=16).train()
+    model = TinyTransformer(ModelConfig("rope", d_model=16, n_heads=2, context_length=16)).train()
     fn = evals.as_model_fn(model)
     out = fn(torch.zeros(1, 4, dtype=torch.long))
     assert not model.training and not out.requires_grad
-    ppl = evals.perplexity(model, data.text_windows(periodic(), 16, 4))
+    ppl = evals.perplexity(model, stdlib_corpus.text_windows(periodic(), 16, 4))
     assert 1 < ppl < 2 * V
 
 
 def test_docstring_example():
-    corpus = data.load_corpus()
+    corpus = stdlib_corpus.load_corpus()
     rows = evals.perplexity_by_length(uniform, corpus.validation, [64, 128])
     assert [round(r["perplexity"], 6) for r in rows] == [256.0, 256.0]
 
 
 def test_bad_input_raises_value_error_naming_the_parameter():
-    windows = data.text_windows(periodic(), 8, 2)
+    windows = stdlib_corpus.text_windows(periodic(), 8, 2)
     with pytest.raises(ValueError, match="model"):
         evals.perplexity("not a model", windows)
     with pytest.raises(ValueError, match="model must return logits"):
@@ -139,7 +140,7 @@ def test_log_probabilities_are_exact_for_a_known_distribution():
     logp = p.log()
     stream = torch.zeros(200, dtype=torch.long)
     stream[1::2] = 1  # 0, 1, 0, 1, ...: half the targets are token 1 (p = 0.5), half token 0
-    windows = data.text_windows(stream, 10, 10)
+    windows = stdlib_corpus.text_windows(stream, 10, 10)
     ppl = evals.perplexity(lambda t: logp.expand(*t.shape, V), windows)
     assert ppl == pytest.approx(math.exp(-(math.log(0.5) + math.log(0.5 / (V - 1))) / 2), rel=1e-9)
 
@@ -178,11 +179,11 @@ def test_bootstrap_interval_brackets_the_perplexity_and_shrinks_to_a_point():
 
 def test_attention_beyond_counts_the_weight_on_far_keys():
     torch.manual_seed(0)
-    model = TinyTransformer("nope", d_model=16, n_heads=2, n_layers=1, context_length=16)
+    model = TinyTransformer(ModelConfig("nope", d_model=16, n_heads=2, n_layers=1, context_length=16))
     with torch.no_grad():                       # zero queries: uniform causal attention
         model.blocks[0].attn.qkv.weight[:16] = 0.0
         model.blocks[0].attn.qkv.bias[:16] = 0.0
-    task = data.retrieval(3, 41, depth=0.5, seed=2)
+    task = tasks.retrieval(3, 41, depth=0.5, seed=2)
     query = 40 - 2                              # the position predicting the first answer digit
     share = evals.attention_beyond(model, task, 16)
     assert share == pytest.approx([(query - 16 + 1) / (query + 1)], rel=1e-5)
@@ -247,7 +248,7 @@ def test_depth_bin_grid_jitters_inside_bins_and_splits_at_chunk_boundaries():
         for j in range(4):
             rng = __import__("numpy").random.default_rng([2, r_length, j])
             depth = (j + rng.random(30)) / 4
-            task = data.retrieval(30, r_length + 1, depth=depth, seed=2 * 100_003 + r_length * 101 + j)
+            task = tasks.retrieval(30, r_length + 1, depth=depth, seed=2 * 100_003 + r_length * 101 + j)
             starts = task.needle_start.numpy()
             assert ((starts >= round(j / 4 * (r_length - 11))) & (starts <= round((j + 1) / 4 * (r_length - 11)))).all()
             oracle_rows.append(task)
@@ -260,7 +261,7 @@ def test_depth_bin_grid_jitters_inside_bins_and_splits_at_chunk_boundaries():
 
 def test_learned_table_past_its_rows_is_recorded_in_the_bin_grid():
     torch.manual_seed(0)
-    model = TinyTransformer("learned", d_model=16, n_heads=2, n_layers=1, context_length=32)
+    model = TinyTransformer(ModelConfig("learned", d_model=16, n_heads=2, n_layers=1, context_length=32))
     rows = evals.depth_bin_grid(model, [32, 64], 2, 3, chunks=(8,))
     assert [r["defined"] for r in rows] == [True, True, False, False]
     assert rows[2]["accuracy"] is None and "max_positions" in rows[2]["error"]

@@ -18,7 +18,7 @@ import pytest
 
 import companion
 from companion import lab
-from companion.lab import claims, config, experiments, fingerprint, results, runner
+from companion.lab import claims, experiments, fingerprint, provenance, results, runs, settings
 from companion.lab.schemes import SCHEMES
 
 from tests.support import lab_synthetic
@@ -33,7 +33,7 @@ META = {"experiment", "config_name", "config", "companion_version", "code_finger
 
 
 def test_configs_hold_every_arm_seed_and_method():
-    for name, cfg in config.CONFIGS.items():
+    for name, cfg in settings.CONFIGS.items():
         L = cfg.context_length
         arms = cfg.arms
         assert {a.scheme for a in arms.values()} == set(SCHEMES), name
@@ -47,19 +47,19 @@ def test_configs_hold_every_arm_seed_and_method():
         assert cfg.extension.factor == 4 and len(set(cfg.extension.dynamic_lengths)) > 1
         assert len(cfg.seeds) >= 2 and len(cfg.sweep.lrs) >= 2
         assert set(cfg.development_seeds) | set(cfg.held_out_seeds) == set(cfg.seeds)
-    full = config.get_config("full")
+    full = settings.get_config("full")
     assert len(full.seeds) >= 10 and len(full.held_out_seeds) >= 5 and len(full.development_seeds) >= 5
     assert full.eval.tokens_per_length is None      # all held-out text
     assert full.sweep.lrs == (3e-3, 1e-2, 3e-2) and len(full.sweep.seeds) == 2
     assert min(full.sweep.lrs) < full.train.lr < max(full.sweep.lrs)      # the sweep brackets the shared rate
     assert set(full.sweep.seeds) <= set(full.development_seeds)   # tuning never looks at a held-out seed
     with pytest.raises(ValueError, match="config"):
-        config.get_config("huge")
+        settings.get_config("huge")
 
 
 def test_configuration_round_trips_and_refuses_misspelt_keys_at_every_level():
-    full = config.get_config("full")
-    assert config.LabConfig.from_dict(json.loads(json.dumps(full.to_dict()))) == full
+    full = settings.get_config("full")
+    assert settings.LabConfig.from_dict(json.loads(json.dumps(full.to_dict()))) == full
     as_dict = full.to_dict()
     for path in (("stpes",), ("train", "stpes"), ("eval", "depth_bin"), ("arms", "rope", "schem"),
                  ("extension", "method"), ("sweep", "lr")):
@@ -69,7 +69,7 @@ def test_configuration_round_trips_and_refuses_misspelt_keys_at_every_level():
             target = target[key]
         target[path[-1]] = 1
         with pytest.raises(ValueError, match=path[-1]):
-            config.LabConfig.from_dict(broken)
+            settings.LabConfig.from_dict(broken)
     with pytest.raises(ValueError, match="stpes"):
         full.with_changes(train={"stpes": 3})
     with pytest.raises(ValueError, match="sed"):
@@ -82,8 +82,8 @@ def test_configuration_round_trips_and_refuses_misspelt_keys_at_every_level():
 
 
 def test_every_arm_gets_the_same_budget_and_every_seed_every_arm():
-    cfg = config.get_config("full")
-    todo = runner.jobs(cfg)
+    cfg = settings.get_config("full")
+    todo = runs.jobs(cfg)
     arm_jobs = [j for j in todo if j[0] == "arm"]
     assert sorted((s, a) for _, s, a in arm_jobs) == sorted((s, a) for s in cfg.seeds for a in cfg.main_arms)
     assert "sinusoidal_gpt2_init" not in cfg.main_arms
@@ -92,7 +92,7 @@ def test_every_arm_gets_the_same_budget_and_every_seed_every_arm():
     from_main = {(s, a, cfg.lr_of(a)) for s in cfg.sweep.seeds for a in cfg.main_arms}
     assert sweep | from_main == {(s, a, lr) for s in cfg.sweep.seeds for a in cfg.arms for lr in cfg.sweep.lrs}
     assert not sweep & from_main
-    assert not [j for j in runner.jobs(cfg, seeds=[17], sweep="none") if j[0] == "sweep"]
+    assert not [j for j in runs.jobs(cfg, seeds=[17], sweep="none") if j[0] == "sweep"]
     # one training configuration for all arms: only the position options (and a learning rate the sweep chose) differ
     assert all(set(a.model_options()) <= {"scheme", "irope_chunk", "rope_fraction", "embedding_std"}
                for a in cfg.arms.values())
@@ -101,22 +101,22 @@ def test_every_arm_gets_the_same_budget_and_every_seed_every_arm():
 def test_chance_levels():
     chance = experiments.chance_levels("full")
     assert chance["single_needle"] == {"random": 0.01, "copy": 1.0} == chance["no_literal_match"]
-    assert chance["multi_key"]["copy"] == 1 / config.get_config("full").probes.multi_key_needles == 0.25
+    assert chance["multi_key"]["copy"] == 1 / settings.get_config("full").probes.multi_key_needles == 0.25
     assert chance["variable_tracking"]["copy"] == 0.5
 
 
 def test_peak_memory_and_cpu_time_are_positive_and_the_machine_is_named():
-    assert 10 < runner.peak_memory_mib() < 1e6
-    assert runner.cpu_seconds() > 0
+    assert 10 < provenance.peak_memory_mib() < 1e6
+    assert provenance.cpu_seconds() > 0
     with pytest.raises(ValueError, match="who"):
-        runner.peak_memory_mib("others")
-    cpu = runner.machine()
+        provenance.peak_memory_mib("others")
+    cpu = provenance.machine()
     assert cpu["cpu_model"] and cpu["cpu_capability"] and cpu["cpu_count"] >= 1
 
 
 def test_train_arm_is_seeded_and_rejects_unknown_arms():
-    cfg = config.get_config("reduced").with_changes(train={"steps": 4, "warmup": 1})
-    corpus = lab.data.load_corpus()
+    cfg = settings.get_config("reduced").with_changes(train={"steps": 4, "warmup": 1})
+    corpus = lab.stdlib_corpus.load_corpus()
     a, info = experiments.train_arm("nope", 1, cfg, corpus)
     b, _ = experiments.train_arm("nope", 1, cfg, corpus)
     c, _ = experiments.train_arm("nope", 2, cfg, corpus)
@@ -138,7 +138,7 @@ def test_fingerprint_ignores_docstrings_and_comments_but_not_code():
 
 
 def test_no_import_circle_in_the_lab():
-    """The lab's modules import each other without a circle; the fingerprint imports none of them."""
+    """The lab's modules import each other without a circle; the fingerprint imports none of them but the kinds."""
     folder = ROOT / "companion" / "lab"
     modules = {p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__")}
     graph = {}
@@ -149,8 +149,8 @@ def test_no_import_circle_in_the_lab():
             if isinstance(node, ast.ImportFrom) and node.level == 1:
                 uses |= {node.module} if node.module else {alias.name for alias in node.names}
         graph[module] = uses & modules
-    assert graph["fingerprint"] == set() and "fingerprint" in graph["runner"]
-    assert "runner" not in set().union(*(graph[m] for m in modules if m != "runner"))
+    assert graph["fingerprint"] <= {"kinds"} and "fingerprint" in graph["runs"]
+    assert "runs" not in set().union(*(graph[m] for m in modules if m != "runs"))
 
     def reaches(start, target, seen=()):
         return any(n == target or (n not in seen and reaches(n, target, (*seen, n))) for n in graph[start])
@@ -160,23 +160,23 @@ def test_no_import_circle_in_the_lab():
 
 @pytest.fixture(scope="session")
 def hashes(tmp_path_factory):
-    """The lab's code trace (:func:`companion.lab.runner.code_hashes`, seconds of a core),
+    """The lab's code trace (:func:`companion.lab.runs.code_hashes`, seconds of a core),
     traced once in this test run by whichever pytest-xdist worker asks first."""
-    return once_per_run("lab-code-hashes", runner.code_hashes_of_this_process, tmp_path_factory)
+    return once_per_run("lab-code-hashes", runs.code_hashes_of_this_process, tmp_path_factory)
 
 
 @pytest.fixture
 def traced(hashes, monkeypatch):
     """A run in this process stamps its files with the run's trace instead of tracing again."""
-    monkeypatch.setattr(runner, "code_hashes_of_this_process", lambda: dict(hashes))
+    monkeypatch.setattr(runs, "code_hashes_of_this_process", lambda: dict(hashes))
 
 
 def test_fingerprint_covers_the_math_modules_the_experiments_run(hashes):
     for name in ("companion.rope_torch:RotaryEmbedding.forward", "companion.scaling:yarn_code",
                  "companion.scaling:yarn", "companion.relative_torch:T5RelativeBias.forward",
                  "companion.alibi:slopes", "companion.lab.schemes:chunked_causal_mask",
-                 "companion.lab.stats:cluster_bootstrap", "companion.lab.data:variable_tracking",
-                 "companion.lab.data:multi_key_retrieval", "companion.lab.evals:copier_accuracy",
+                 "companion.lab.stats:cluster_bootstrap", "companion.lab.tasks:variable_tracking",
+                 "companion.lab.tasks:multi_key_retrieval", "companion.lab.evals:copier_accuracy",
                  "companion.lab.train:train", "companion.lab.experiments:extension",
                  "companion.lab.experiments:window_intervention", "companion.scaling:<constants>"):
         assert name in hashes, name
@@ -189,15 +189,65 @@ def test_fingerprint_covers_the_math_modules_the_experiments_run(hashes):
 
 
 def test_stored_results_are_not_stale(hashes):
-    """The book reads the stored results: they must come from today's configuration and code."""
+    """The book reads the stored results: they must come from today's configuration and code, or from code
+    that a recorded change shows to compute the same numbers."""
     stored = results.load_results()
     assert stored.summary["config_name"] == "full"
-    assert config.LabConfig.from_dict(stored.config) == config.get_config("full"), (
+    assert settings.LabConfig.from_dict(stored.config) == settings.get_config("full"), (
         "the stored results were produced by another experiment definition: rerun `python -m companion.lab --config full`")
-    changed = fingerprint.changed(stored.summary["code_sources"], hashes)
+    changed = fingerprint.changed(stored.code_sources, hashes)
     assert not changed, ("the code the experiments execute changed since the stored run (" + ", ".join(changed)
-                         + "): rerun `python -m companion.lab --config full`")
-    assert stored.summary["code_fingerprint"] == fingerprint.fingerprint(hashes)
+                         + "): rerun `python -m companion.lab --config full`, or, if the change cannot change a "
+                         "number, show that and record it (companion.lab.runs.record_code_change)")
+    # each recorded change follows the one before it, from the code that ran, and names its check
+    before = stored.summary["code_fingerprint"]
+    assert before == fingerprint.fingerprint(stored.summary["code_sources"])
+    for change in stored.summary.get("code_changes", []):
+        assert change["from"] == before and change["to"] == fingerprint.fingerprint(change["code_sources"])
+        assert len(change["change"]) > 40 and len(change["check"]) > 40
+        before = change["to"]
+    assert before == fingerprint.fingerprint(hashes)
+
+
+def test_a_change_that_keeps_the_numbers_is_recorded_after_the_code_that_ran(tmp_path, traced, hashes):
+    """record_code_change keeps the run's own fingerprint and adds today's after it; it refuses to record no change."""
+    stored = results.load_results()
+    for path in results.STORED.glob("*.json"):
+        (tmp_path / path.name).write_text(path.read_text())
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    summary.pop("code_changes", None)
+    summary["code_fingerprint"], summary["code_sources"] = "0" * 64, {"companion.lab.runs:run_job": "1" * 64}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    runs.record_code_change("the jobs' function moved to another module, computing the same", "both ran the "
+                            "reduced configuration on one machine; results.differences found none", tmp_path)
+    change, = json.loads((tmp_path / "summary.json").read_text())["code_changes"]
+    assert change["from"] == "0" * 64 and change["to"] == fingerprint.fingerprint(hashes)
+    assert change["code_sources"] == hashes and "differences" in change["check"]
+    with pytest.raises(ValueError, match="no change to record"):
+        runs.record_code_change("again", "again", tmp_path)
+    with pytest.raises(ValueError, match="out_dir"):
+        runs.record_code_change("a", "b", tmp_path / "nowhere")
+    assert stored.summary == results.load_results().summary       # the package's files are untouched
+
+
+def test_differences_name_every_number_that_differs_and_ignore_how_it_was_computed(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+    record = {"extrapolation": {"rope": {"perplexity": [3.5, 4.25]}}, "train": {"rope": {"loss": [5.0], "seconds": 9.0}},
+              "code_fingerprint": "x", "machine": {"cpu_model": "A"}, "jobs": {"rope": {"cpu_seconds": 4.0}}}
+    (a / "seed0.json").write_text(json.dumps(record))
+    other = copy.deepcopy(record)
+    other.update(code_fingerprint="y", machine={"cpu_model": "B"}, jobs={"rope": {"cpu_seconds": 5.0}})
+    other["train"]["rope"]["seconds"] = 1.0
+    (b / "seed0.json").write_text(json.dumps(other))
+    assert results.differences(a, b) == []
+    other["extrapolation"]["rope"]["perplexity"][1] = 4.2500001
+    other["train"]["rope"]["loss"] = [5]                               # an int where a float was
+    (b / "seed0.json").write_text(json.dumps(other))
+    (b / "lr_sweep.json").write_text("{}")
+    assert results.differences(a, b) == ["lr_sweep.json: in one run only", "seed0.json: extrapolation.rope.perplexity[1]",
+                                         "seed0.json: train.rope.loss[0]"]
 
 
 # --- the stored results as package data -------------------------------------------------
@@ -212,7 +262,7 @@ def test_stored_results_are_package_data_and_the_only_copy():
     assert files == {f"seed{s}.json" for s in stored.seed_list()} | {"lr_sweep.json", "summary.json"}
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert "lab/stored/*.json" in package_data["companion"]
-    main_arms = config.get_config("full").main_arms
+    main_arms = settings.get_config("full").main_arms
     for seed, record in stored.seeds.items():
         assert META <= set(record) and record["seed"] == seed
         assert set(record["extrapolation"]) == set(main_arms) == set(record["retrieval"])
@@ -220,13 +270,13 @@ def test_stored_results_are_package_data_and_the_only_copy():
 
 def test_stored_run_records_its_seeds_machine_and_cost():
     summary = results.load_results().summary
-    full = config.get_config("full")
+    full = settings.get_config("full")
     assert summary["seeds"] == list(full.seeds)
     assert summary["development_seeds"] == list(full.development_seeds)
     assert summary["held_out_seeds"] == list(full.held_out_seeds)
     assert summary["machine"]["cpu_model"] and summary["machine"]["cpu_capability"]
     assert summary["wall_seconds"] > 0 and summary["cpu_seconds"] > 0 and summary["peak_memory_mib_per_process"] > 0
-    assert summary["n_jobs"] == len(runner.jobs(full))
+    assert summary["n_jobs"] == len(runs.jobs(full))
 
 
 def test_loader_and_spread():
@@ -257,25 +307,25 @@ def test_loader_and_spread():
 @pytest.mark.lab
 def test_reduced_lab_runs_end_to_end(tmp_path, traced):
     """Two processes started by hand (``--part``), then ``--merge``; then a re-run of one job repeats it exactly."""
-    cfg = config.get_config("reduced")
+    cfg = settings.get_config("reduced")
     for part in range(2):
-        assert runner.run_all("reduced", tmp_path, stream=None, part=part, parts=2) == {"jobs": str(tmp_path / "jobs")}
+        assert runs.run_all("reduced", tmp_path, stream=None, part=part, parts=2) == {"jobs": str(tmp_path / "jobs")}
     with pytest.raises(ValueError, match="part"):
-        runner.run_all("reduced", tmp_path, stream=None, part=2, parts=2)
-    assert set(runner.assemble(tmp_path)) == {f"seed{s}" for s in cfg.seeds} | {"lr_sweep", "summary"}
+        runs.run_all("reduced", tmp_path, stream=None, part=2, parts=2)
+    assert set(runs.assemble(tmp_path)) == {f"seed{s}" for s in cfg.seeds} | {"lr_sweep", "summary"}
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [f"seed{s}.json" for s in cfg.seeds] + ["lr_sweep.json", "summary.json"])
     run = results.load_results(tmp_path)
     summary = run.summary
     assert len(summary["sessions"]) == 2 and summary["config_name"] == "reduced"
-    assert config.LabConfig.from_dict(summary["config"]) == cfg
+    assert settings.LabConfig.from_dict(summary["config"]) == cfg
     assert summary["code_fingerprint"] == fingerprint.fingerprint(summary["code_sources"])
     assert summary["wall_seconds"] > 0 and summary["cpu_seconds"] > 0 and summary["peak_memory_mib_per_process"] > 0
-    assert summary["n_jobs"] == len(runner.jobs(cfg))
+    assert summary["n_jobs"] == len(runs.jobs(cfg))
     L = cfg.context_length
     lengths = [L, 2 * L, 4 * L, 8 * L]
     for seed, record in run.seeds.items():
-        assert META <= set(record) and record["corpus"]["sha256"] == lab.data.load_corpus().sha256
+        assert META <= set(record) and record["corpus"]["sha256"] == lab.stdlib_corpus.load_corpus().sha256
         ex = record["extrapolation"]
         assert set(ex) == set(cfg.main_arms)
         learned = ex["learned"]
@@ -313,8 +363,8 @@ def test_reduced_lab_runs_end_to_end(tmp_path, traced):
     # the same job in a fresh process, alone, gives the same numbers
     job = ("arm", 1, "irope_chunk8")
     again = json.loads(subprocess.run(
-        [sys.executable, "-c", "import json, sys; from companion.lab import runner; "
-         f"json.dump(runner.run_job({job!r}, 'reduced')['result'], sys.stdout)"],
+        [sys.executable, "-c", "import json, sys; from companion.lab import runs; "
+         f"json.dump(runs.run_job({job!r}, 'reduced')['result'], sys.stdout)"],
         capture_output=True, text=True, check=True).stdout)
     stored = {k: run.seeds[1][k]["irope_chunk8"] for k in ("extrapolation", "retrieval", "pair_norms")}
     assert {k: again[k] for k in stored} == stored
@@ -335,11 +385,11 @@ def test_new_seeds_run_into_their_own_folder_and_the_claims_are_checked(tmp_path
 
 def test_command_line_refuses_to_overwrite_the_stored_results_with_another_configuration(tmp_path):
     with pytest.raises(ValueError, match="out_dir"):
-        runner.run_all("reduced", None)
+        runs.run_all("reduced", None)
     with pytest.raises(ValueError, match="out_dir"):
-        runner.run_all("full", None, seeds=[17])
+        runs.run_all("full", None, seeds=[17])
     with pytest.raises(ValueError, match="out_dir"):
-        runner.assemble(tmp_path)
+        runs.assemble(tmp_path)
     done = subprocess.run([sys.executable, "-m", "companion.lab", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and all(f in done.stdout for f in ("--part", "--parts", "--merge", "--seeds"))
     done = subprocess.run([sys.executable, "-m", "companion.lab", "--config", "reduced"], capture_output=True, text=True)
@@ -378,7 +428,7 @@ def test_every_claim_holds_on_every_stored_seed(stored):
 def test_the_held_out_run_is_on_record(stored):
     history = stored.summary["claims_history"]
     assert history == json.loads(json.dumps(claims.HISTORY))
-    assert history["held_out_seeds"] == stored.held_out_seeds == list(config.get_config("full").held_out_seeds)
+    assert history["held_out_seeds"] == stored.held_out_seeds == list(settings.get_config("full").held_out_seeds)
     assert len(history["frozen_commit"]) == 40 and int(history["frozen_commit"], 16) >= 0
     frozen = history["held_out_at_freeze"]
     assert frozen and all(set(v) == {"holds", "statement", "evidence"} for v in frozen.values())
@@ -463,10 +513,10 @@ def test_sweep_claims_follow_the_sweep_cells():
     assert all(v.holds for v in claims.check_sweep(cells))
     worse = copy.deepcopy(cells)
     for c in worse["cells"]:
-        if c["arm"] == "shaw" and c["lr"] == config.get_config("full").train.lr:
+        if c["arm"] == "shaw" and c["lr"] == settings.get_config("full").train.lr:
             c["perplexity_at_L"] *= 1.2
     assert claims.check("shared_rate_is_near_best", sweep=worse).holds is False
-    shared = config.get_config("full").train.lr
+    shared = settings.get_config("full").train.lr
     for arms, rule in ((("t5", "shaw", "rope"), "shared_rate_learns_the_needle"),
                        (("sinusoidal_gpt2_init",), "initialisation_does_not_decide_sinusoidal")):
         broken = copy.deepcopy(cells)
@@ -487,15 +537,15 @@ def test_a_resumed_run_keeps_jobs_of_its_fingerprint_and_sets_the_others_aside(t
         if stamp:
             record["fingerprint"] = stamp
         (folder / f"{name}.json").write_text(json.dumps(record))
-    done = runner.finished_jobs(folder, "a" * 64)
+    done = runs.finished_jobs(folder, "a" * 64)
     assert set(done) == {"arm-0-rope"}
     assert sorted(p.name for p in folder.iterdir()) == ["arm-0-rope.json"]
     assert sorted(p.name for p in (tmp_path / "stale-jobs").iterdir()) == ["arm-0-nope.json", "sweep-0-t5-0.01.json"]
 
 
 def test_the_job_fingerprint_follows_the_configuration(traced):
-    reduced = config.get_config("reduced")
-    assert runner.job_fingerprint(reduced.with_changes(train={"steps": 61})) != runner.job_fingerprint(reduced)
+    reduced = settings.get_config("reduced")
+    assert runs.job_fingerprint(reduced.with_changes(train={"steps": 61})) != runs.job_fingerprint(reduced)
 
 
 def test_the_readme_states_the_stored_runs_cost():

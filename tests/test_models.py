@@ -6,24 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from companion import (
-    absolute_torch,
-    alibi_torch,
-    nope,
-    relative_torch,
-    rope,
-    rope_torch,
-    scaling,
-)
+from companion import absolute_torch, alibi_torch, nope, relative_torch, rope, rope_torch, scaling
 from companion.lab import evals, schemes
 from companion.lab.models import ROPE_SCHEMES, SCHEMES, TinyTransformer, count_parameters
+from companion.lab.settings import ModelConfig
 
 SMALL = {"vocab_size": 40, "d_model": 16, "n_heads": 2, "n_layers": 2, "context_length": 12}
 
 
 def small(scheme, **kw):
     torch.manual_seed(0)
-    return TinyTransformer(scheme, **{**SMALL, **kw}).eval()
+    return TinyTransformer(ModelConfig(scheme, **{**SMALL, **kw})).eval()
 
 
 def tokens(batch=3, n=12, seed=0, vocab=40):
@@ -99,7 +92,7 @@ def test_scheme_holds_and_calls_its_companion_module(monkeypatch, scheme, cls, a
     calls = []
     spy(monkeypatch, cls, calls, scheme)
     model(tokens())
-    expected = model.config["n_layers"] if scheme == "rope" else 1  # T5's bias is shared by all layers
+    expected = model.config.n_layers if scheme == "rope" else 1  # T5's bias is shared by all layers
     assert calls == [scheme] * expected
 
 
@@ -115,7 +108,7 @@ def test_other_schemes_hold_no_position_module():
 def test_shaw_every_layer_uses_shaw_relative_attention(monkeypatch):
     model = small("shaw", shaw_max_distance=3)
     layers = list(model.scheme.layers)
-    assert len(layers) == model.config["n_layers"]
+    assert len(layers) == model.config.n_layers
     assert all(isinstance(s, relative_torch.ShawRelativeAttention) and s.max_distance == 3 for s in layers)
     calls = []
     spy(monkeypatch, relative_torch.ShawRelativeAttention, calls, "shaw")
@@ -252,7 +245,7 @@ def test_t5_and_alibi_are_shared_by_all_layers():
 ])
 def test_bad_construction_raises_value_error_naming_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        TinyTransformer(**kwargs)
+        ModelConfig(**kwargs)
 
 
 def test_bad_tokens_raise_value_error():
@@ -267,12 +260,21 @@ def test_bad_tokens_raise_value_error():
         count_parameters("model")
 
 
-def test_config_is_plain_data():
+def test_config_is_one_frozen_dataclass_of_plain_data():
+    import dataclasses
     import json
 
     config = small("t5").config
-    assert json.loads(json.dumps(config)) == config
+    assert isinstance(config, ModelConfig) and ModelConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.d_model = 8
     assert set(ROPE_SCHEMES) <= set(SCHEMES)
+    # the model reads its sizes from the configuration, derived defaults included
+    assert small("t5").blocks[0].mlp[0].out_features == 4 * SMALL["d_model"]
+    assert small("t5").t5_bias.max_distance == max(SMALL["context_length"], 32 // 2 + 1)
+    assert small("rope", d_ff=24).blocks[0].mlp[0].out_features == 24
+    with pytest.raises(ValueError, match="^config must be a companion.lab.settings.ModelConfig, got str$"):
+        TinyTransformer("rope")
 
 
 # --- one object per scheme ---------------------------------------------------------------
@@ -287,7 +289,6 @@ def test_each_scheme_is_one_object_with_the_models_hooks(scheme, cls):
     assert type(model.scheme) is cls and isinstance(model.scheme, schemes.Scheme)
     # the model's attention code names no scheme: the hooks are the only place a scheme enters
     import inspect
-
     from companion.lab import models
     body = inspect.getsource(models._CausalSelfAttention) + inspect.getsource(models.TinyTransformer._run)
     assert not any(f'"{name}"' in body for name in SCHEMES)
@@ -310,7 +311,7 @@ def test_p_rope_keeps_the_fastest_pairs_and_zeroes_the_rest():
     for bad in ({"scheme": "alibi", "rope_fraction": 0.5}, {"scheme": "rope", "rope_fraction": 0.1},
                 {"scheme": "rope", "rope_fraction": 1.5}):
         with pytest.raises(ValueError, match="rope_fraction"):
-            TinyTransformer(**{**SMALL, **bad})
+            ModelConfig(**{**SMALL, **bad})
 
 
 def test_embedding_scale_of_the_sinusoidal_arm():
@@ -384,7 +385,7 @@ def test_chunked_causal_mask():
 
 def test_irope_chunks_confine_the_rope_layers_and_not_the_nope_layers():
     torch.manual_seed(0)
-    model = TinyTransformer("irope", d_model=16, n_heads=2, n_layers=2, context_length=16, irope_chunk=4)
+    model = TinyTransformer(ModelConfig("irope", d_model=16, n_heads=2, n_layers=2, context_length=16, irope_chunk=4))
     assert model.layer_kinds == ["rope", "nope"]
     x = torch.randint(0, 256, (2, 12))
     rope_w, nope_w = model.attention_weights(x)
@@ -392,13 +393,13 @@ def test_irope_chunks_confine_the_rope_layers_and_not_the_nope_layers():
     assert (nope_w[:, :, 9, :10] > 0).all()
     # a change in an earlier chunk reaches a later query only through the position-free layer
     with pytest.raises(ValueError, match="irope_chunk"):
-        TinyTransformer("irope", irope_chunk=0)
+        ModelConfig("irope", irope_chunk=0)
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_attention_weights_are_the_ones_forward_uses(scheme):
     torch.manual_seed(0)
-    model = TinyTransformer(scheme, d_model=16, n_heads=2, n_layers=2, context_length=16).eval()
+    model = TinyTransformer(ModelConfig(scheme, d_model=16, n_heads=2, n_layers=2, context_length=16)).eval()
     x = torch.randint(0, 256, (2, 12))
     weights = model.attention_weights(x)
     assert len(weights) == 2 and all(w.shape == (2, 2, 12, 12) for w in weights)

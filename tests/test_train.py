@@ -6,18 +6,19 @@ import math
 import pytest
 import torch
 
-from companion.lab import data, train
+from companion.lab import stdlib_corpus, tasks, train
 from companion.lab.models import TinyTransformer
+from companion.lab.settings import ModelConfig
 
 
 @pytest.fixture(scope="module")
 def corpus():
-    return data.load_corpus()
+    return stdlib_corpus.load_corpus()
 
 
 def tiny(scheme="rope", seed=0):
     torch.manual_seed(seed)
-    return TinyTransformer(scheme, d_model=32, n_heads=2, n_layers=2, context_length=32)
+    return TinyTransformer(ModelConfig(scheme, d_model=32, n_heads=2, n_layers=2, context_length=32))
 
 
 def test_lr_schedule_warmup_then_cosine():
@@ -61,7 +62,7 @@ def test_training_is_deterministic(corpus):
 
 
 def test_task_batches_train_on_answers_only():
-    batches = train.task_batches(data.retrieval, 8, 31, n_needles=2)
+    batches = train.task_batches(tasks.retrieval, 8, 31, n_needles=2)
     x, y = batches(0, torch.Generator().manual_seed(0))
     assert x.shape == y.shape == (8, 31)
     assert ((y != -100).sum(1) == 2).all()
@@ -73,7 +74,7 @@ def test_task_batches_train_on_answers_only():
 
 def test_mixed_batches_alternate(corpus):
     text = train.text_batches(corpus.train, 2, 16)
-    task = train.task_batches(data.copying, 2, 16)
+    task = train.task_batches(tasks.copying, 2, 16)
     mixed = train.mixed_batches(text, task)
     g = torch.Generator().manual_seed(0)
     assert (mixed(0, g)[1] != -100).all()
@@ -132,4 +133,4 @@ def test_train_rejects_non_models_and_non_batches(corpus):
     with pytest.raises(ValueError, match="make_task"):
         train.task_batches("retrieval", 2, 8)
     with pytest.raises(ValueError, match="length"):
-        train.task_batches(data.retrieval, 2, 8)
+        train.task_batches(tasks.retrieval, 2, 8)

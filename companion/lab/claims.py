@@ -32,6 +32,7 @@ import numpy as np
 
 from .._contracts import AnyValue, contract
 from . import stats
+from .settings import get_config
 
 __all__ = ["Verdict", "CLAIMS", "SWEEP_CLAIMS", "REVISIONS", "HISTORY", "check_all", "check_sweep", "check", "report",
            "table", "arms_of",
@@ -609,7 +610,6 @@ def _sweep_means(cells: list, key: str) -> dict:
 
 
 def _shared_rate(cells):
-    from .config import get_config
     return get_config("full").train.lr
 
 

@@ -8,12 +8,12 @@ own network, or a plain function. For example, a model that knows nothing:
 .. code-block:: python
 
     import torch
-    from companion.lab import data, evals
+    from companion.lab import evals, stdlib_corpus
 
     def uniform(tokens):                     # (batch, n) -> (batch, n, 256)
         return torch.zeros(*tokens.shape, 256)
 
-    corpus = data.load_corpus()
+    corpus = stdlib_corpus.load_corpus()
     evals.perplexity_by_length(uniform, corpus.validation, [64, 128])
     # [{'length': 64, 'perplexity': 256.0, ...}, {'length': 128, 'perplexity': 256.0, ...}]
 
@@ -57,22 +57,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._contracts import (
-    Array,
-    Count,
-    Edges,
-    Function,
-    InstanceOf,
-    Integer,
-    Level,
-    NonNegative,
-    OneOf,
-    PositiveCounts,
-    TokenTensor,
-    TorchModule,
-    contract,
-)
-from . import data
+from .._contracts import Array, Count, InstanceOf, Integer, Level, NonNegative, OneOf, PositiveCounts, contract
+from . import stdlib_corpus, tasks
+from .kinds import Edges, Function, TokenTensor, TorchModule
 
 __all__ = ["as_model_fn", "perplexity", "perplexity_by_length", "bootstrap_interval", "answer_correct",
            "answer_accuracy", "accuracy_grid", "depth_bin_grid", "straddles", "copier_accuracy", "COPIERS",
@@ -84,12 +71,12 @@ ModelFn = Annotated[Callable, Function("callable: tokens (batch, n) -> logits (b
 Windows = Annotated[torch.Tensor, TokenTensor(2, "(N, n + 1)", min_last=2, why="n >= 1")]
 #: The lengths to evaluate at: one integer >= 1, or a list of them.
 Lengths = Annotated[list, PositiveCounts(single=True)]
-#: A task of :mod:`companion.lab.data`.
-Task = Annotated[data.Task, InstanceOf(data.Task, "a companion.lab.data.Task", error=ValueError)]
+#: A task of :mod:`companion.lab.tasks`.
+Task = Annotated[tasks.Task, InstanceOf(tasks.Task, "a companion.lab.tasks.Task", error=ValueError)]
 #: A seed of ``numpy.random.default_rng``.
 Seed = Annotated[int, Integer(0)]
-#: A task generator of :mod:`companion.lab.data`.
-TaskMaker = Annotated[Callable, Function("a task generator such as companion.lab.data.retrieval")]
+#: A task generator of :mod:`companion.lab.tasks`.
+TaskMaker = Annotated[Callable, Function("a task generator such as companion.lab.tasks.retrieval")]
 #: The rules that answer a retrieval question without reading any key.
 COPIERS = ("first", "last", "random")
 
@@ -127,7 +114,7 @@ def perplexity(model: ModelFn, windows: Windows, batch_size: Count = 16) -> floa
 
 
 @contract
-def perplexity_by_length(model: ModelFn, stream: data.TokenStream, lengths: Lengths,
+def perplexity_by_length(model: ModelFn, stream: stdlib_corpus.TokenStream, lengths: Lengths,
                          tokens_per_length: Count | None = None, batch_tokens: Count = 8192, past: Count | None = None,
                          n_bootstrap: NonNegative = 0, seed: Seed = 0,
                          file_starts: Annotated[np.ndarray, Edges("offsets")] | None = None,
@@ -135,7 +122,7 @@ def perplexity_by_length(model: ModelFn, stream: data.TokenStream, lengths: Leng
     r"""Perplexity at each length of ``lengths``, on the same text, with a bootstrap interval.
 
     For length ``n`` the stream is cut into consecutive non-overlapping windows of
-    ``n + 1`` tokens (:func:`companion.lab.data.text_windows`): all that fit when
+    ``n + 1`` tokens (:func:`companion.lab.stdlib_corpus.text_windows`): all that fit when
     ``tokens_per_length`` is ``None``, else the first ``tokens_per_length // n``
     (at least 1). Each window is scored with :func:`perplexity`'s rule, about
     ``batch_tokens`` tokens per forward pass.
@@ -170,7 +157,7 @@ def perplexity_by_length(model: ModelFn, stream: data.TokenStream, lengths: Leng
     starts, edges = file_starts, blocks
     results = []
     for n in lengths:
-        windows = data.text_windows(stream, n, None if tokens_per_length is None else max(1, tokens_per_length // n))
+        windows = stdlib_corpus.text_windows(stream, n, None if tokens_per_length is None else max(1, tokens_per_length // n))
         row = {"length": n, "n_windows": int(windows.shape[0]), "n_tokens": int(windows.shape[0] * n),
                "perplexity_past": None, "interval": None}
         try:
@@ -228,8 +215,8 @@ def answer_correct(model: ModelFn, task: Task, batch_size: Count = 32) -> torch.
     return torch.cat(correct)
 
 
-def answer_accuracy(model, task: data.Task, batch_size: int = 32) -> dict:
-    r"""Accuracy of ``model`` on the answers of ``task`` (a :class:`companion.lab.data.Task`).
+def answer_accuracy(model, task: tasks.Task, batch_size: int = 32) -> dict:
+    r"""Accuracy of ``model`` on the answers of ``task`` (a :class:`companion.lab.tasks.Task`).
 
     The model reads ``tokens[:, :-1]``; its prediction for answer position ``p`` is
     the argmax of the logits at ``p - 1`` (teacher forcing). Returns ``accuracy``
@@ -243,13 +230,13 @@ def answer_accuracy(model, task: data.Task, batch_size: int = 32) -> dict:
 def accuracy_grid(model: ModelFn, lengths: Lengths,
                   depths: Annotated[np.ndarray, Array(ndim=1, nonempty=True, nonnegative=True, at_most=1.0,
                                                       why="relative depths")],
-                  n_examples: Count = 100, seed: Seed = 0, make_task: TaskMaker = data.retrieval,
+                  n_examples: Count = 100, seed: Seed = 0, make_task: TaskMaker = tasks.retrieval,
                   batch_size: Count = 32, **options) -> list[dict]:
     r"""Retrieval accuracy for every (length, depth) pair: RULER's grid in miniature.
 
     For each ``length`` ``n`` (the number of tokens the model reads) and each
     ``depth`` in ``[0, 1]``, ``make_task(n_examples, n + 1, depth=depth, seed=...,
-    **options)`` builds the examples (default :func:`companion.lab.data.retrieval`,
+    **options)`` builds the examples (default :func:`companion.lab.tasks.retrieval`,
     whose ``n_needles`` adds distractors) and :func:`answer_accuracy` scores them. The seed depends on ``seed`` and the length
     only, so every depth of a length shares its haystacks and keys. Returns one dict
     per pair: ``length``, ``depth``, ``accuracy`` (``None``
@@ -272,7 +259,7 @@ def accuracy_grid(model: ModelFn, lengths: Lengths,
 
 @contract
 def depth_bin_grid(model: ModelFn, lengths: Lengths, n_bins: Count, n_examples: Count, seed: Seed = 0,
-                   make_task: TaskMaker = data.retrieval, chunks: Annotated[list, PositiveCounts(empty=True)] = (),
+                   make_task: TaskMaker = tasks.retrieval, chunks: Annotated[list, PositiveCounts(empty=True)] = (),
                    batch_size: Count = 32, **options) -> list[dict]:
     r"""Retrieval accuracy by length and depth *bin*, the needle jittered inside each bin.
 
@@ -333,13 +320,13 @@ def copier_accuracy(task: Task, rule: Annotated[str, OneOf(*COPIERS)], seed: See
     ``@XY=AB``) before the query, and answers with the value of one of them chosen by
     ``rule``: ``"first"`` (the earliest), ``"last"`` (the nearest to the query) or
     ``"random"`` (uniform, drawn with ``numpy.random.default_rng(seed)``). None of
-    them reads a key, so on :func:`companion.lab.data.multi_key_retrieval` each is
+    them reads a key, so on :func:`companion.lab.tasks.multi_key_retrieval` each is
     right with probability exactly ``1/k`` over the queried slot.
     """
     rng = np.random.default_rng(seed)
     tokens, answers = task.tokens.numpy(), task.answers.numpy()
     width = answers.shape[1]
-    digits = np.frombuffer(data.VALUE_ALPHABET, np.uint8)
+    digits = np.frombuffer(tasks.VALUE_ALPHABET, np.uint8)
     right = np.zeros(tokens.shape[0], dtype=bool)
     for b, row in enumerate(tokens):
         query = int(np.flatnonzero(row == ord("?"))[-1])

@@ -1,6 +1,6 @@
 r"""The lab's experiments: every position scheme in one tiny model, at many seeds.
 
-One model per *arm* (a position scheme with its options, :func:`companion.lab.config.arms_at`)
+One model per *arm* (a position scheme with its options, :func:`companion.lab.settings.arms_at`)
 and per seed, all trained at the same length ``L`` on the same data with the same
 budget (:func:`train_arm`), then:
 
@@ -32,7 +32,7 @@ budget (:func:`train_arm`), then:
    learning curves and the sweep share one definition.
 
 **Training data, and why.** The batches alternate between text (the
-standard-library corpus of :mod:`companion.lab.data`, loss on every byte) and
+standard-library corpus of :mod:`companion.lab.stdlib_corpus`, loss on every byte) and
 single-needle retrieval (loss on the answer only), so one model per arm serves
 every experiment. Trained on text alone, the RoPE model answered none of the
 retrieval examples, which says nothing about positions; trained on two-needle
@@ -41,7 +41,8 @@ steps. The single needle follows the only ``@`` of its input, so a model can ans
 it by copying the two digits after the marker: the multi-key, variable-tracking and
 no-literal-match probes, never trained, show what the models learned instead.
 
-The jobs, the process pool and the command line are in :mod:`companion.lab.runner`.
+The jobs and the process pool are in :mod:`companion.lab.runs`; the command ``python -m
+companion.lab`` runs them.
 """
 from __future__ import annotations
 
@@ -53,9 +54,10 @@ import numpy as np
 import torch
 
 from .._contracts import AnyValue, Flag, OneOf, Positive, Seed, contract
-from . import data, evals, train
-from .config import LabConfig, get_config
+from . import evals, tasks, train
+from .stdlib_corpus import Corpus, load_corpus, text_windows
 from .models import TinyTransformer, count_parameters
+from .settings import LabConfig, get_config
 
 __all__ = ["TASKS", "chance_levels", "train_arm", "tuning_scores", "extrapolation", "retrieval",
            "attention_shares", "window_intervention", "frequency_usage", "extension", "sweep_cell", "arm_record"]
@@ -116,11 +118,11 @@ def train_arm(arm: AnyValue, seed: Seed, config: AnyValue = "reduced", corpus: A
     accuracy at ``L`` (:func:`tuning_scores` at a smaller size).
     """
     cfg = get_config(config)
-    corpus = data.load_corpus() if corpus is None else corpus
+    corpus = load_corpus() if corpus is None else corpus
     L, t = cfg.context_length, cfg.train
     lr = cfg.lr_of(arm) if lr is None else lr
     torch.manual_seed(seed)
-    model = TinyTransformer(context_length=L, **cfg.model.to_dict(), **cfg.arms[arm].model_options())
+    model = TinyTransformer(cfg.model_config(arm))
     points: dict = {"steps": [], "tuning_loss": [], "needle_at_L": []}
 
     def record(step, m):
@@ -148,14 +150,14 @@ def train_arm(arm: AnyValue, seed: Seed, config: AnyValue = "reduced", corpus: A
 
 def _mixture(corpus, batch_size, length, n_needles):
     return train.mixed_batches(train.text_batches(corpus.train, batch_size, length),
-                               train.task_batches(data.retrieval, batch_size, length, n_needles=n_needles))
+                               train.task_batches(tasks.retrieval, batch_size, length, n_needles=n_needles))
 
 
-def tuning_scores(model, corpus: data.Corpus, config="reduced", seed: int = 0, windows: int | None = None,
+def tuning_scores(model, corpus: Corpus, config="reduced", seed: int = 0, windows: int | None = None,
                   examples: int | None = None) -> dict:
     r"""The two numbers the learning rate is chosen on: tuning-text perplexity and single-needle accuracy at ``L``.
 
-    Perplexity on the tuning files (:data:`companion.lab.data.TUNING_FILES`, never
+    Perplexity on the tuning files (:data:`companion.lab.stdlib_corpus.TUNING_FILES`, never
     the held-out text of the results), all of it or the first ``windows`` windows
     of ``L``; accuracy on ``examples`` (default ``sweep.examples``) single-needle
     examples at uniform depths, with their own seed.
@@ -165,7 +167,7 @@ def tuning_scores(model, corpus: data.Corpus, config="reduced", seed: int = 0, w
     tokens = None if windows is None else windows * L
     ppl = evals.perplexity_by_length(model, corpus.tuning, [L], tokens)[0]["perplexity"]
     n = cfg.sweep.examples if examples is None else examples
-    task = data.retrieval(n, L + 1, seed=_task_seed(seed, "tuning" if windows is None else "curve"),
+    task = tasks.retrieval(n, L + 1, seed=_task_seed(seed, "tuning" if windows is None else "curve"),
                           n_needles=cfg.task_needles)
     return {"perplexity_at_L": _round(ppl), "needle_at_L": _round(evals.answer_accuracy(model, task)["accuracy"])}
 
@@ -174,7 +176,7 @@ def tuning_scores(model, corpus: data.Corpus, config="reduced", seed: int = 0, w
 # Experiment 1: extrapolation
 # ---------------------------------------------------------------------------
 
-def extrapolation(model, corpus: data.Corpus, config="reduced", seed: int = 0) -> dict:
+def extrapolation(model, corpus: Corpus, config="reduced", seed: int = 0) -> dict:
     r"""Perplexity of ``model`` on the held-out text at ``1, 2, 4, 8 x L``, by file and block of positions.
 
     Returns ``lengths``, ``perplexity``, ``interval`` (file-clustered bootstrap),
@@ -224,8 +226,8 @@ def retrieval(model, config="reduced", seed: int = 0) -> dict:
     chance = chance_levels(cfg)
     out = {}
     for task, make, n_examples, options in (
-            ("single_needle", data.retrieval, ev.n_examples, {"n_needles": cfg.task_needles}),
-            ("no_literal_match", data.no_literal_match_retrieval, probes.no_literal_examples, {})):
+            ("single_needle", tasks.retrieval, ev.n_examples, {"n_needles": cfg.task_needles}),
+            ("no_literal_match", tasks.no_literal_match_retrieval, probes.no_literal_examples, {})):
         rows = evals.depth_bin_grid(model, cfg.lengths, ev.depth_bins, n_examples, seed=_task_seed(seed, task),
                                     make_task=make, chunks=(L // 4, L), **options)
         out[task] = _bin_record(rows, cfg.lengths, ev.depth_bins, n_examples, chance[task], (L // 4, L))
@@ -254,7 +256,7 @@ def chunk_boundary(model, config="reduced", seed: int = 0) -> dict | None:
     correct = []
     for offset, start in enumerate(starts):
         count = cfg.eval.boundary_examples
-        task = data.retrieval(count, n + 1, depth=start / (n - 11), seed=_task_seed(seed, "boundary") * 1009 + offset,
+        task = tasks.retrieval(count, n + 1, depth=start / (n - 11), seed=_task_seed(seed, "boundary") * 1009 + offset,
                               n_needles=cfg.task_needles)
         try:
             correct.append(int(evals.answer_correct(model, task).sum()))
@@ -290,7 +292,7 @@ def _multi_key(model, cfg: LabConfig, seed: int, chance) -> dict:
     record = {"lengths": cfg.lengths, "slots": k, "n_examples": n, "status": [], "correct": [], "count": [],
               "by_length": [], "copiers": {rule: [] for rule in evals.COPIERS}, "chance": chance}
     for length in cfg.lengths:
-        task = data.multi_key_retrieval(n, length + 1, seed=_task_seed(seed, "multi_key") * 1009 + length,
+        task = tasks.multi_key_retrieval(n, length + 1, seed=_task_seed(seed, "multi_key") * 1009 + length,
                                         n_needles=k)
         slot = task.slot.numpy()
         count = [int((slot == j).sum()) for j in range(k)]
@@ -314,7 +316,7 @@ def _variable_tracking(model, cfg: LabConfig, seed: int, chance) -> dict:
               "chains": p.variable_tracking_chains, "status": [], "correct": [], "by_length": [],
               "copiers": {rule: [] for rule in evals.COPIERS}, "chance": chance}
     for length in cfg.lengths:
-        task = data.variable_tracking(n, length + 1, hops=p.variable_tracking_hops, n_chains=p.variable_tracking_chains,
+        task = tasks.variable_tracking(n, length + 1, hops=p.variable_tracking_hops, n_chains=p.variable_tracking_chains,
                                       seed=_task_seed(seed, "variable_tracking") * 1009 + length)
         for rule in evals.COPIERS:
             record["copiers"][rule].append(int(evals.copier_accuracy(task, rule, seed=length).sum()))
@@ -342,7 +344,7 @@ def attention_shares(model, config="reduced", seed: int = 0) -> dict | None:
     for j in range(ev.depth_bins):
         rng = np.random.default_rng([seed, j])
         depth = (j + rng.random(ev.attention_examples)) / ev.depth_bins
-        task = data.retrieval(ev.attention_examples, 2 * L + 1, depth=depth, seed=_task_seed(seed, "attention") + j,
+        task = tasks.retrieval(ev.attention_examples, 2 * L + 1, depth=depth, seed=_task_seed(seed, "attention") + j,
                               n_needles=cfg.task_needles)
         try:
             shares.append([_round(v) for v in evals.attention_beyond(model, task, L)])
@@ -355,7 +357,7 @@ def attention_shares(model, config="reduced", seed: int = 0) -> dict | None:
 # Mechanism: hide the far keys; which RoPE pairs are used
 # ---------------------------------------------------------------------------
 
-def window_intervention(model, corpus: data.Corpus, config="reduced", seed: int = 0) -> dict | None:
+def window_intervention(model, corpus: Corpus, config="reduced", seed: int = 0) -> dict | None:
     r"""The model with and without every key ``L`` or more positions back hidden, in every layer.
 
     **Near needles**: at each length ``n > L``, ``eval.window_examples`` needles
@@ -379,7 +381,7 @@ def window_intervention(model, corpus: data.Corpus, config="reduced", seed: int 
         lowest = (n - L + 2) / (n - 11)
         rng = np.random.default_rng([seed, n])
         depth = lowest + (1 - lowest) * rng.random(ev.window_examples)
-        task = data.retrieval(ev.window_examples, n + 1, depth=depth, seed=_task_seed(seed, "window") * 1009 + n,
+        task = tasks.retrieval(ev.window_examples, n + 1, depth=depth, seed=_task_seed(seed, "window") * 1009 + n,
                               n_needles=cfg.task_needles)
         for name, w in (("full", None), ("window", L)):
             model.set_key_window(w)
@@ -395,7 +397,7 @@ def window_intervention(model, corpus: data.Corpus, config="reduced", seed: int 
     return record
 
 
-def frequency_usage(model, corpus: data.Corpus, config="reduced") -> dict:
+def frequency_usage(model, corpus: Corpus, config="reduced") -> dict:
     r"""Mean norms of the queries' and keys' 2-D pairs, per layer and head (:func:`companion.lab.evals.pair_norms`).
 
     On the first ``eval.norm_windows`` windows of ``L`` bytes of held-out text. For a
@@ -404,7 +406,7 @@ def frequency_usage(model, corpus: data.Corpus, config="reduced") -> dict:
     no frequency attached.
     """
     cfg = get_config(config)
-    windows = data.text_windows(corpus.validation, cfg.context_length, cfg.eval.norm_windows)[:, :-1]
+    windows = text_windows(corpus.validation, cfg.context_length, cfg.eval.norm_windows)[:, :-1]
     norms = evals.pair_norms(model, windows)
     return {name: [[[round(v, 4) for v in head] for head in layer] for layer in values]
             for name, values in norms.items()}
@@ -414,7 +416,7 @@ def frequency_usage(model, corpus: data.Corpus, config="reduced") -> dict:
 # Experiment 4: extending the RoPE model
 # ---------------------------------------------------------------------------
 
-def extension(base_model, corpus: data.Corpus, config="reduced", seed: int = 0, progress: bool = False) -> dict:
+def extension(base_model, corpus: Corpus, config="reduced", seed: int = 0, progress: bool = False) -> dict:
     r"""The RoPE model trained at ``L``, read at ``s L`` with each method, zero-shot and along a fine-tune.
 
     For each method of ``extension.methods`` (names of
@@ -500,10 +502,10 @@ def _extension_scores(model, corpus, L, target, cfg: LabConfig, seed, light: boo
 # Experiment 5: the learning rate
 # ---------------------------------------------------------------------------
 
-def sweep_cell(arm: str, lr: float, seed: int, config="reduced", corpus: data.Corpus | None = None) -> dict:
+def sweep_cell(arm: str, lr: float, seed: int, config="reduced", corpus: Corpus | None = None) -> dict:
     r"""One cell of the sweep: ``arm`` trained at full size with peak learning rate ``lr``, scored on tuning data."""
     cfg = get_config(config)
-    corpus = data.load_corpus() if corpus is None else corpus
+    corpus = load_corpus() if corpus is None else corpus
     model, info = train_arm(arm, seed, cfg, corpus, lr=lr)
     return {"arm": arm, "lr": lr, "seed": seed, **tuning_scores(model, corpus, cfg, seed),
             "text_loss": info["text_loss"], "task_loss": info["task_loss"]}
@@ -513,11 +515,11 @@ def sweep_cell(arm: str, lr: float, seed: int, config="reduced", corpus: data.Co
 # One arm at one seed: everything
 # ---------------------------------------------------------------------------
 
-def arm_record(arm: str, seed: int, config="reduced", corpus: data.Corpus | None = None,
+def arm_record(arm: str, seed: int, config="reduced", corpus: Corpus | None = None,
                progress: bool = False) -> dict:
     """Train ``arm`` at ``seed`` and run every experiment on it; the record a seed file keeps for the arm."""
     cfg = get_config(config)
-    corpus = data.load_corpus() if corpus is None else corpus
+    corpus = load_corpus() if corpus is None else corpus
     model, info = train_arm(arm, seed, cfg, corpus, progress, curve=True)
     record = {"train": info, "tuning": {"lr": info["lr"], **tuning_scores(model, corpus, cfg, seed)},
               "extrapolation": extrapolation(model, corpus, cfg, seed),

@@ -4,12 +4,12 @@ The stored results are only as good as the code that produced them. Hashing ever
 file of the package would call them stale after an edit that cannot change a
 number (a new exercise check, a docstring); hashing too little would miss one that
 does. This module finds the code by running it: :func:`executed_functions` calls a
-function that runs the experiments (the runner passes one that runs every kind of
-job at a tiny size, :func:`companion.lab.runner.code_hashes`) under
-``sys.setprofile`` and records every function of ``companion`` that is called,
-whichever module it lives in (the lab's own modules and the math modules they
-use, such as :mod:`companion.rope` or :mod:`companion.scaling`). It imports
-nothing of the lab itself, so the runner can import it without a circle.
+function that runs the experiments (:func:`companion.lab.runs.code_hashes` passes one
+that runs every kind of job at a tiny size) under ``sys.setprofile`` and records
+every function of ``companion`` that is called, whichever module it lives in (the
+lab's own modules and the math modules they use, such as :mod:`companion.rope` or
+:mod:`companion.scaling`). It imports nothing of the lab but its parameter kinds, so
+:mod:`companion.lab.runs` can import it without a circle.
 
 :func:`source_hashes` hashes each of those functions, and the module-level
 constants of their modules, as their syntax tree with docstrings removed
@@ -28,7 +28,8 @@ import sys
 from pathlib import Path
 from typing import Annotated, Callable
 
-from .._contracts import Function, contract
+from .._contracts import contract
+from .kinds import Function
 
 __all__ = ["executed_functions", "source_hashes", "fingerprint", "changed"]
 

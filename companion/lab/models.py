@@ -1,4 +1,4 @@
-r"""A tiny decoder-only transformer whose position scheme is one argument.
+r"""A tiny decoder-only transformer whose position scheme is one setting of its configuration.
 
 :class:`TinyTransformer` is a GPT-style stack of pre-norm blocks (Radford et al.
 2019; Xiong et al. 2020 for the pre-norm placement) with causal self-attention:
@@ -10,9 +10,12 @@ r"""A tiny decoder-only transformer whose position scheme is one argument.
     \text{logits} = \operatorname{LN}(h)\, W_\text{out}^{\mathsf T},
 
 with ``W_out`` the token embedding itself when the embeddings are tied (Press &
-Wolf 2017). Only the position scheme changes between models: it is one object of
-:mod:`companion.lab.schemes` (``model.scheme``), whose hooks the model calls at
-fixed places, and which takes its math from the companion module that defines it.
+Wolf 2017). Like nanoGPT's ``GPT(GPTConfig(...))``, the model is built from one
+frozen :class:`companion.lab.settings.ModelConfig`, which every part reads:
+``TinyTransformer(ModelConfig("rope", d_model=32, n_heads=2))``. Only the position
+scheme changes between models: it is one object of :mod:`companion.lab.schemes`
+(``model.scheme``), whose hooks the model calls at fixed places, and which takes its
+math from the companion module that defines it.
 
 In Llama 4 the RoPE layers of ``irope`` attend only inside fixed chunks of the
 input (``attention_chunk_size``, 8192 tokens; Meta 2025): a query at position
@@ -40,96 +43,36 @@ from typing import Annotated
 import torch
 from torch import nn
 
-from .. import absolute, rope, scaling
-from .._contracts import Count, Either, Flag, Integer, Model, NonNegative, OneOf, Positive, Real, TokenTensor, contract
+from .. import scaling
+from .._contracts import Count, InstanceOf, contract
+from .kinds import Model, TokenTensor
 from .schemes import ROPE_SCHEMES, SCHEMES, RotaryScheme, chunked_causal_mask, make_scheme
+from .settings import ModelConfig
 
 __all__ = ["SCHEMES", "ROPE_SCHEMES", "TinyTransformer", "chunked_causal_mask", "count_parameters"]
 
 #: Integer tokens ``(batch, n)``, ``batch, n >= 1`` (their range is the model's rule, :func:`_tokens_in_vocabulary`).
 Tokens = Annotated[torch.Tensor, TokenTensor(2, "(batch, n)", min_size=1)]
-#: The standard deviation of the token embedding at initialisation.
-EmbeddingStd = Annotated[float, Either(Real(gt=0), OneOf("inverse_sqrt_d"),
-                                       what="a finite real number > 0 or 'inverse_sqrt_d'")]
-
-
-# --- rules between the arguments of TinyTransformer -----------------------------------
-
-def _heads_divide_width(d_model, n_heads) -> None:
-    """The width splits into ``n_heads`` heads of equal width."""
-    if d_model % n_heads:
-        raise ValueError(f"d_model must be divisible by n_heads ({n_heads}), got {d_model}")
-
-
-def _pairs_for_the_scheme(scheme, d_model, n_heads) -> None:
-    """RoPE rotates pairs of a head's components; sinusoidal positions come in (sine, cosine) pairs."""
-    if scheme in ROPE_SCHEMES and (d_model // n_heads) % 2:
-        raise ValueError(f"d_model / n_heads (the head width) must be even for RoPE, got {d_model // n_heads}")
-    if scheme == "sinusoidal" and d_model % 2:
-        raise ValueError(f"d_model must be even for sinusoidal positions (sine, cosine pairs), got {d_model}")
-
-
-def _fraction_of_rope_pairs(scheme, rope_fraction, d_model, n_heads) -> None:
-    """p-RoPE is a variant of ``rope`` and keeps at least one of the head's pairs rotating."""
-    if rope_fraction is None:
-        return
-    if scheme != "rope":
-        raise ValueError(f"rope_fraction applies to the 'rope' scheme only, got scheme {scheme!r}")
-    if int(rope_fraction * (d_model // n_heads) // 2) < 1:
-        raise ValueError(f"rope_fraction must be in (0, 1] and keep at least one pair rotating, got {rope_fraction!r}")
-
-
-def _t5_beyond_exact(t5_num_buckets, t5_max_distance) -> None:
-    """T5's log-spaced buckets start after its ``t5_num_buckets // 2`` exact ones."""
-    exact = t5_num_buckets // 2
-    if t5_max_distance is not None and t5_max_distance <= exact:
-        raise ValueError(f"t5_max_distance must be > {exact} (t5_num_buckets // 2, the exact buckets), "
-                         f"got {t5_max_distance}")
+#: The configuration of a model.
+Config = Annotated[ModelConfig, InstanceOf(ModelConfig, "a companion.lab.settings.ModelConfig", error=ValueError)]
 
 
 def _tokens_in_vocabulary(self, tokens) -> None:
     """Every token is a row of the model's embedding table."""
-    vocab_size = self.config["vocab_size"]
+    vocab_size = self.config.vocab_size
     if int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size:
         raise ValueError(f"tokens must lie in 0..{vocab_size - 1} (vocab_size), got {int(tokens.min())}.."
                          f"{int(tokens.max())}")
 
 
-@contract(_heads_divide_width, _pairs_for_the_scheme, _fraction_of_rope_pairs, _t5_beyond_exact)
+@contract
 class TinyTransformer(nn.Module):
-    r"""A small causal language model; ``scheme`` picks the position method.
+    r"""A small causal language model built from ``config``, whose ``scheme`` picks the position method.
 
-    Parameters
-    ----------
-    scheme : one of :data:`companion.lab.schemes.SCHEMES`.
-    vocab_size : int >= 2, 256 for byte tokens.
-    d_model : int, the width; must be divisible by ``n_heads``.
-    n_heads : int; the head width ``d_model / n_heads`` must be even for RoPE.
-    n_layers : int.
-    context_length : int ``L``, the training length: the number of rows of the
-        learned table, and the ``L`` of every :mod:`companion.scaling` method.
-    d_ff : width of the MLP, ``4 * d_model`` when ``None``.
-    tie_embeddings : bool; ``True`` reuses the token embedding as the output layer.
-    embedding_std : the standard deviation of the token embedding at initialisation:
-        ``None`` for GPT-2's 0.02, a positive number, or ``"inverse_sqrt_d"`` for
-        :math:`d^{-1/2}` (the scale at which :math:`\sqrt d\,e_t` has unit entries,
-        tensor2tensor's initialisation for the Transformer of Vaswani et al.).
-    rope_base : real > 0, the RoPE base (10000 in Su et al. 2021).
-    rope_fraction : ``None`` or the share ``p`` of pairs that rotate (p-RoPE,
-        Barbero et al. 2025); ``rope`` only.
-    shaw_max_distance : int >= 0, Shaw et al.'s clipping distance ``k``.
-    t5_num_buckets, t5_max_distance : T5's buckets (unidirectional, as in T5's
-        decoder); ``t5_max_distance`` defaults to ``context_length`` (at least
-        ``t5_num_buckets // 2 + 1``) so that every bucket is met in training (T5
-        itself uses 32 buckets up to 128 with inputs of 512).
-    irope_nope_every : int; in ``irope`` every ``irope_nope_every``-th layer is
-        position-free (:func:`companion.nope.irope_layer_pattern`; Llama 4 uses 4).
-    irope_floor_scale : ``None`` or real > 0; when given, the queries of the
-        position-free layers of ``irope`` are multiplied by
-        :func:`companion.nope.attention_temperature` (Llama 4 uses 8192, which is
-        exactly 1 at the lengths of this model).
-    irope_chunk : ``None`` or int >= 1; when given, the RoPE layers of ``irope``
-        attend only within absolute chunks of ``irope_chunk`` tokens, as Llama 4's do.
+    ``config`` is a :class:`companion.lab.settings.ModelConfig`: the scheme, the sizes
+    (``vocab_size``, ``d_model``, ``n_heads``, ``n_layers``, ``context_length``,
+    ``d_ff``), the embeddings (``tie_embeddings``, ``embedding_std``) and each scheme's
+    options; its docstring says what each field means.
 
     ``forward(tokens)`` maps an integer tensor ``(batch, n)`` with values in
     ``0..vocab_size-1`` to logits ``(batch, n, vocab_size)``; the logits at position
@@ -137,34 +80,25 @@ class TinyTransformer(nn.Module):
     context_length`` raises :class:`companion.absolute_torch.LearnedPositions`'
     ``IndexError``.
 
-    Attributes a reader (or a test) can inspect: ``scheme`` (the
+    Attributes a reader (or a test) can inspect: ``config`` (the
+    :class:`companion.lab.settings.ModelConfig`), ``scheme`` (the
     :class:`companion.lab.schemes.Scheme`), ``layer_kinds`` (per layer, ``"rope"``,
     ``"nope"``, ``"bias"``, ``"shaw"``, ``"plain"``), ``positions`` (the absolute
     layer or ``None``), ``rope`` (the :class:`companion.rope_torch.RotaryEmbedding` shared
-    by all RoPE layers, or ``None``), ``alibi``, ``t5_bias`` (shared by all layers,
-    as in T5), and ``config`` (a JSON-serialisable dict of the arguments).
+    by all RoPE layers, or ``None``), ``alibi`` and ``t5_bias`` (shared by all layers,
+    as in T5).
     """
 
-    def __init__(self, scheme: Annotated[str, OneOf(*SCHEMES)] = "rope", *,
-                 vocab_size: Annotated[int, Integer(2, why="a language model predicts one of several tokens")] = 256,
-                 d_model: Count = 64, n_heads: Count = 4, n_layers: Count = 2, context_length: Count = 64,
-                 d_ff: Count | None = None, tie_embeddings: Flag = True, embedding_std: EmbeddingStd | None = None,
-                 rope_base: Positive = absolute.BASE,
-                 rope_fraction: Annotated[float, Real(gt=0.0, le=1.0, why="the share of pairs that rotate")] | None
-                 = None,
-                 shaw_max_distance: NonNegative = 16, t5_num_buckets: Count = 32, t5_max_distance: Count | None = None,
-                 irope_nope_every: Count = 2, irope_floor_scale: Positive | None = None,
-                 irope_chunk: Count | None = None):
+    def __init__(self, config: Config):
         super().__init__()
-        self.config = _model_config(**{k: v for k, v in locals().items() if k not in ("self", "__class__")})
-        c = self.config
-        self.context_length = c["context_length"]
-        self.d_head = c["d_model"] // c["n_heads"]
-        self.token_embedding = nn.Embedding(c["vocab_size"], c["d_model"])
-        self.scheme = make_scheme(c)
-        self.blocks = nn.ModuleList(_Block(c) for _ in range(c["n_layers"]))
-        self.final_norm = nn.LayerNorm(c["d_model"])
-        self.lm_head = None if c["tie_embeddings"] else nn.Linear(c["d_model"], c["vocab_size"], bias=False)
+        self.config = config
+        self.context_length = config.context_length
+        self.d_head = config.d_model // config.n_heads
+        self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
+        self.scheme = make_scheme(config)
+        self.blocks = nn.ModuleList(_Block(config) for _ in range(config.n_layers))
+        self.final_norm = nn.LayerNorm(config.d_model)
+        self.lm_head = None if config.tie_embeddings else nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.key_window: int | None = None
         self._init_weights()
 
@@ -283,15 +217,15 @@ class TinyTransformer(nn.Module):
     def _rotary_scheme(self) -> RotaryScheme:
         if not isinstance(self.scheme, RotaryScheme):
             raise ValueError(f"scheme must be one of {ROPE_SCHEMES} to have RoPE frequencies, this model's is "
-                             f"{self.config['scheme']!r}")
+                             f"{self.config.scheme!r}")
         return self.scheme
 
     # --- initialisation --------------------------------------------------------------
 
     def _init_weights(self) -> None:
         """GPT-2's initialisation: N(0, 0.02), residual outputs scaled by 1/sqrt(2 n_layers); see ``embedding_std``."""
-        std = self.config["embedding_std"]
-        std = 0.02 if std is None else self.config["d_model"] ** -0.5 if std == "inverse_sqrt_d" else std
+        std = self.config.embedding_std
+        std = 0.02 if std is None else self.config.d_model ** -0.5 if std == "inverse_sqrt_d" else std
         nn.init.normal_(self.token_embedding.weight, std=std)
         if self.lm_head is not None:
             nn.init.normal_(self.lm_head.weight, std=0.02)
@@ -304,19 +238,20 @@ class TinyTransformer(nn.Module):
                 nn.init.zeros_(layer.bias)
 
     def extra_repr(self) -> str:
-        return f"scheme={self.config['scheme']!r}, context_length={self.context_length}, layers={self.layer_kinds}"
+        return f"scheme={self.config.scheme!r}, context_length={self.context_length}, layers={self.layer_kinds}"
 
 
 class _Block(nn.Module):
     """Pre-norm block: ``h + Attn(LN(h))`` then ``h + MLP(LN(h))``."""
 
-    def __init__(self, c: dict):
+    def __init__(self, config: ModelConfig):
         super().__init__()
-        d = c["d_model"]
+        d = config.d_model
+        d_ff = 4 * d if config.d_ff is None else config.d_ff
         self.norm1 = nn.LayerNorm(d)
-        self.attn = _CausalSelfAttention(c)
+        self.attn = _CausalSelfAttention(config)
         self.norm2 = nn.LayerNorm(d)
-        self.mlp = nn.Sequential(nn.Linear(d, c["d_ff"]), nn.GELU(), nn.Linear(c["d_ff"], d))
+        self.mlp = nn.Sequential(nn.Linear(d, d_ff), nn.GELU(), nn.Linear(d_ff, d))
 
     def forward(self, h, scheme, layer, mask, bias, need_weights=False, need_qk=False):
         z, weights, qk = self.attn(self.norm1(h), scheme, layer, mask, bias, need_weights, need_qk)
@@ -335,10 +270,10 @@ class _CausalSelfAttention(nn.Module):
     ``(batch, n_heads, n, d_head)``.
     """
 
-    def __init__(self, c: dict):
+    def __init__(self, config: ModelConfig):
         super().__init__()
-        self.n_heads = c["n_heads"]
-        d = c["d_model"]
+        self.n_heads = config.n_heads
+        d = config.d_model
         self.qkv = nn.Linear(d, 3 * d)
         self.out = nn.Linear(d, d)
 
@@ -372,24 +307,3 @@ def _window_mask(n: int, w: int, device) -> torch.Tensor:
 
 def _and(a, b):
     return b if a is None else a if b is None else a & b
-
-
-def _model_config(scheme, vocab_size, d_model, n_heads, n_layers, context_length, d_ff, tie_embeddings,
-                  embedding_std, rope_base, rope_fraction, shaw_max_distance, t5_num_buckets, t5_max_distance,
-                  irope_nope_every, irope_floor_scale, irope_chunk) -> dict:
-    """The (checked) arguments of :class:`TinyTransformer` as a plain dict, the defaults that depend on others filled in."""
-    exact = t5_num_buckets // 2  # T5's exact buckets in one direction
-    if t5_max_distance is None:
-        t5_max_distance = max(context_length, exact + 1)
-    return {
-        "scheme": scheme, "vocab_size": vocab_size, "d_model": d_model, "n_heads": n_heads,
-        "n_layers": n_layers, "context_length": context_length,
-        "d_ff": 4 * d_model if d_ff is None else d_ff,
-        "tie_embeddings": tie_embeddings, "embedding_std": embedding_std,
-        "rope_base": rope_base, "rope_fraction": rope_fraction,
-        "shaw_max_distance": shaw_max_distance,
-        "t5_num_buckets": t5_num_buckets, "t5_max_distance": t5_max_distance,
-        "irope_nope_every": irope_nope_every,
-        "irope_floor_scale": irope_floor_scale,
-        "irope_chunk": irope_chunk,
-    }

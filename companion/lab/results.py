@@ -13,6 +13,17 @@ out). A run at other seeds (``python -m companion.lab --config full --seeds 17
 :func:`load_results` reads them; :func:`per_seed` and :func:`spread` pull one
 number out of every seed and summarise it, and :mod:`companion.lab.claims` states
 what the chapters claim as functions of these records.
+
+**The code behind the numbers.** Every file records the fingerprint of the code
+that computed it (:mod:`companion.lab.fingerprint`), and a test fails when today's
+code differs. A change that computes the same numbers (a module renamed, a
+configuration passed as one object instead of many arguments) need not cost a new
+run: it is recorded in ``summary.json`` under ``code_changes``, each entry naming
+the fingerprint it replaces, the new code's hashes, what changed and how it was
+checked that the numbers did not (:func:`companion.lab.runs.record_code_change`;
+:func:`differences` compares two runs' files). :attr:`LabResults.code_sources` is
+the code that computes the stored numbers today: the run's own, or that of its last
+recorded change.
 """
 from __future__ import annotations
 
@@ -23,7 +34,8 @@ from typing import Annotated
 
 import numpy as np
 
-from .._contracts import AnyValue, Sample, contract
+from .._contracts import AnyValue, contract
+from .kinds import Sample
 
 
 def _seeds_of_the_run(self, seeds) -> None:
@@ -32,7 +44,7 @@ def _seeds_of_the_run(self, seeds) -> None:
     if missing:
         raise ValueError(f"seeds must be seeds of this run ({self.seed_list()}), got {missing}")
 
-__all__ = ["STORED", "LabResults", "load_results", "per_seed", "spread", "Spread"]
+__all__ = ["STORED", "LabResults", "load_results", "per_seed", "spread", "Spread", "differences", "NOT_COMPUTED"]
 
 #: The folder of the stored results inside the installed package.
 STORED = Path(__file__).resolve().parent / "stored"
@@ -70,6 +82,13 @@ class LabResults:
     def held_out_seeds(self) -> list[int]:
         """The seeds of this run that were trained only after the claims were frozen."""
         return [s for s in self.seed_list() if s in self.summary["held_out_seeds"]]
+
+    @property
+    def code_sources(self) -> dict:
+        """The hashes of the code that computes these numbers today (:func:`companion.lab.fingerprint.source_hashes`):
+        those of the last recorded change in ``summary["code_changes"]``, or the run's own."""
+        changes = self.summary.get("code_changes", [])
+        return changes[-1]["code_sources"] if changes else self.summary["code_sources"]
 
     @contract(_seeds_of_the_run)
     def subset(self, seeds: AnyValue) -> "LabResults":
@@ -135,6 +154,41 @@ class Spread:
     def format(self, digits: int = 2) -> str:
         """``"mean [low-high]"`` with ``digits`` decimals."""
         return f"{self.mean:.{digits}f} [{self.low:.{digits}f}-{self.high:.{digits}f}]"
+
+
+#: What a file records about how it was computed, not what: the code, the libraries, the machine and the
+#: time it took. :func:`differences` leaves these keys out, at every level.
+NOT_COMPUTED = frozenset({"companion_version", "code_fingerprint", "code_sources", "python", "torch", "numpy", "device",
+                          "threads_per_process", "machine", "jobs", "seconds", "finetune_seconds"})
+
+
+def differences(a, b) -> list[str]:
+    """Where the seed and sweep files of two runs (folders ``a`` and ``b``) disagree: an empty list when every
+    number is the same.
+
+    Each difference is a path, ``"seed0.json: extrapolation.rope.perplexity[2]"``;
+    the keys of :data:`NOT_COMPUTED` are left out. Two runs of the same jobs by the
+    same code on the same machine give none; so does a change to the code that
+    computes the same numbers.
+    """
+    a, b = Path(a), Path(b)
+    names = sorted({p.name for folder in (a, b) for p in [*folder.glob("seed*.json"), *folder.glob("lr_sweep.json")]})
+    found = []
+    for name in names:
+        if not (a / name).is_file() or not (b / name).is_file():
+            found.append(f"{name}: in one run only")
+            continue
+        found += _differences(json.loads((a / name).read_text()), json.loads((b / name).read_text()), f"{name}:")
+    return found
+
+
+def _differences(x, y, where: str) -> list[str]:
+    if isinstance(x, dict) and isinstance(y, dict):
+        return [d for k in sorted(set(x) | set(y)) if k not in NOT_COMPUTED
+                for d in _differences(x.get(k), y.get(k), f"{where} {k}" if where.endswith(":") else f"{where}.{k}")]
+    if isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+        return [d for i, (u, v) in enumerate(zip(x, y)) for d in _differences(u, v, f"{where}[{i}]")]
+    return [] if x == y and type(x) is type(y) else [where]
 
 
 @contract

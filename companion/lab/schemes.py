@@ -45,21 +45,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import absolute, absolute_torch, alibi, alibi_torch, nope, relative, relative_torch, rope, rope_torch, scaling
+from .. import absolute_torch, alibi_torch, nope, relative_torch, rope, rope_torch, scaling
 from .._contracts import AnyValue, Count, Factor, Frequencies, InstanceOf, OneOf, Real, contract
+from .settings import ROPE_SCHEMES, SCHEMES, ModelConfig
 
 __all__ = ["SCHEMES", "ROPE_SCHEMES", "Scheme", "NoPEScheme", "LearnedScheme", "SinusoidalScheme", "ShawScheme", "T5Scheme",
            "RotaryScheme", "ALiBiScheme", "IRopeScheme", "PartialFrequencies", "make_scheme", "chunked_causal_mask", "p_rope_frequencies"]
-
-#: Every position scheme, in the order the book meets them.
-SCHEMES = ("learned", "sinusoidal", "shaw", "t5", "rope", "alibi", "nope", "irope")
-#: The schemes whose frequencies :meth:`RotaryScheme.set_scaling` can change.
-ROPE_SCHEMES = ("rope", "irope")
-
-
-def _names_a_scheme(c) -> None:
-    """The model configuration ``c`` names one of :data:`SCHEMES`."""
-    OneOf(*SCHEMES)("scheme", c.get("scheme"))
 
 
 def _keeps_a_pair(inv_freq, fraction) -> None:
@@ -71,17 +62,16 @@ def _keeps_a_pair(inv_freq, fraction) -> None:
 class Scheme(nn.Module):
     """The base of every scheme: each hook leaves its input as it is.
 
-    ``c`` is the model's configuration (a dict, see
-    :class:`companion.lab.models.TinyTransformer`). ``layer_kinds`` names what each
-    layer does with position.
+    ``config`` is the model's :class:`companion.lab.settings.ModelConfig`.
+    ``layer_kinds`` names what each layer does with position.
     """
 
     name = "plain"
 
-    def __init__(self, c: dict):
+    def __init__(self, config: ModelConfig):
         super().__init__()
-        self.n_heads, self.n_layers = c["n_heads"], c["n_layers"]
-        self.d_model, self.d_head = c["d_model"], c["d_model"] // c["n_heads"]
+        self.n_heads, self.n_layers = config.n_heads, config.n_layers
+        self.d_model, self.d_head = config.d_model, config.d_model // config.n_heads
         self.layer_kinds = [self.name] * self.n_layers
 
     def embed(self, e: torch.Tensor) -> torch.Tensor:
@@ -129,9 +119,9 @@ class NoPEScheme(Scheme):
 class LearnedScheme(Scheme):
     """A learned vector per position added to the input (GPT-2; Radford et al. 2019)."""
 
-    def __init__(self, c: dict):
-        super().__init__(c)
-        self.positions = absolute_torch.LearnedPositions(c["context_length"], c["d_model"])
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.positions = absolute_torch.LearnedPositions(config.context_length, config.d_model)
 
     def embed(self, e):
         # h_t = e_t + p_t,  p_t a row of the learned table
@@ -141,9 +131,9 @@ class LearnedScheme(Scheme):
 class SinusoidalScheme(Scheme):
     r"""A fixed sinusoid added to the scaled input: :math:`h_t = \sqrt d\, e_t + PE_t` (Vaswani et al. 2017, 3.4)."""
 
-    def __init__(self, c: dict):
-        super().__init__(c)
-        self.positions = absolute_torch.SinusoidalPositions(c["d_model"])
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.positions = absolute_torch.SinusoidalPositions(config.d_model)
 
     def embed(self, e):
         pe = self.positions(torch.arange(e.shape[1], device=e.device), dtype=e.dtype)   # (n, d)
@@ -156,9 +146,9 @@ class ShawScheme(Scheme):
 
     name = "shaw"
 
-    def __init__(self, c: dict):
-        super().__init__(c)
-        self.layers = nn.ModuleList(relative_torch.ShawRelativeAttention(self.d_head, c["shaw_max_distance"])
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.layers = nn.ModuleList(relative_torch.ShawRelativeAttention(self.d_head, config.shaw_max_distance)
                                     for _ in range(self.n_layers))
 
     def attend(self, q, k, v, mask, bias, layer, need_weights):
@@ -173,9 +163,13 @@ class T5Scheme(Scheme):
 
     name = "bias"
 
-    def __init__(self, c: dict):
-        super().__init__(c)
-        self.t5_bias = relative_torch.T5RelativeBias(c["n_heads"], c["t5_num_buckets"], c["t5_max_distance"],
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        # T5's distances reach the training length, past its exact buckets, unless the configuration says otherwise
+        max_distance = config.t5_max_distance
+        if max_distance is None:
+            max_distance = max(config.context_length, config.t5_num_buckets // 2 + 1)
+        self.t5_bias = relative_torch.T5RelativeBias(config.n_heads, config.t5_num_buckets, max_distance,
                                                bidirectional=False)
 
     def score_bias(self, n, dtype, device):
@@ -189,9 +183,9 @@ class ALiBiScheme(Scheme):
 
     name = "bias"
 
-    def __init__(self, c: dict):
-        super().__init__(c)
-        self.alibi = alibi_torch.ALiBi(c["n_heads"])
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.alibi = alibi_torch.ALiBi(config.n_heads)
 
     def score_bias(self, n, dtype, device):
         return self.alibi(n).to(dtype)                                       # (heads, n, n), -inf above the diagonal
@@ -208,10 +202,10 @@ class RotaryScheme(Scheme):
 
     name = "rope"
 
-    def __init__(self, c: dict):
-        super().__init__(c)
-        self.context_length, self.base = c["context_length"], c["rope_base"]
-        self.fraction = c["rope_fraction"]
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.context_length, self.base = config.context_length, config.rope_base
+        self.fraction = config.rope_fraction
         self.rotary = rope_torch.RotaryEmbedding(self.d_head, inv_freq=self._trained_frequencies(), base=self.base)
         self.setting = {"method": "none", "s": 1.0}
         self._dynamic_cache: dict = {}
@@ -278,10 +272,10 @@ class IRopeScheme(RotaryScheme):
 
     name = "irope"
 
-    def __init__(self, c: dict):
-        super().__init__(c)
-        self.layer_kinds = nope.irope_layer_pattern(self.n_layers, c["irope_nope_every"])
-        self.chunk, self.floor_scale = c["irope_chunk"], c["irope_floor_scale"]
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.layer_kinds = nope.irope_layer_pattern(self.n_layers, config.irope_nope_every)
+        self.chunk, self.floor_scale = config.irope_chunk, config.irope_floor_scale
 
     def rotate(self, q, k, layer):
         if self.layer_kinds[layer] == "rope":
@@ -310,10 +304,11 @@ _CLASSES = {"learned": LearnedScheme, "sinusoidal": SinusoidalScheme, "shaw": Sh
             "rope": RotaryScheme, "alibi": ALiBiScheme, "nope": NoPEScheme, "irope": IRopeScheme}
 
 
-@contract(_names_a_scheme)
-def make_scheme(c: Annotated[dict, InstanceOf(dict, "a model configuration (a dict)", error=ValueError)]) -> Scheme:
-    """The :class:`Scheme` of ``c["scheme"]`` for the model configuration ``c``."""
-    return _CLASSES[c["scheme"]](c)
+@contract
+def make_scheme(config: Annotated[ModelConfig, InstanceOf(ModelConfig, "a companion.lab.settings.ModelConfig",
+                                                          error=ValueError)]) -> Scheme:
+    """The :class:`Scheme` of ``config.scheme`` for the model configuration ``config``."""
+    return _CLASSES[config.scheme](config)
 
 
 @contract(_keeps_a_pair)

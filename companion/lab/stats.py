@@ -16,6 +16,16 @@ The lab has three sources of noise, and each gets its own instrument:
   noise when the gap exceeds twice the standard error of the difference
   (:func:`clearly_above`); :func:`wilson_interval` gives an interval that stays
   inside ``[0, 1]``.
+
+The distributions come from SciPy: the Student-*t* quantile (``scipy.stats.t``), the
+exact binomial test and Wilson's interval (``scipy.stats.binomtest``).
+``tests/test_lab_stats.py`` holds them to textbook values and to the formulas in the
+docstrings, computed exactly or with mpmath at 40 digits: the *t* quantile agrees to
+within about 1e-14 (relative) at every confidence level from 0.5 to ``1 - 1e-15`` and
+every number of degrees of freedom from 1 to ``10**12``. Below a level of 0.5 SciPy
+1.17's inverse *t* is wrong for some degrees of freedom (0 instead of ``1.3e-9`` at a
+level of ``1e-9`` with 4), so the intervals take confidence levels of at least 0.5,
+which every interval in the book is.
 """
 from __future__ import annotations
 
@@ -23,15 +33,18 @@ import math
 from dataclasses import dataclass
 from typing import Annotated
 
-import mpmath
 import numpy as np
+from scipy import stats as scipy_stats
 
-from .._contracts import Count, Integer, Level, NonNegative, Positive, Real, Sample, contract
+from .._contracts import Count, Integer, Level, NonNegative, Positive, Real, contract
+from .kinds import Sample
 
 #: Numbers, one per seed (or per cluster): a non-empty 1-D float64 array of finite values.
 Values = Annotated[np.ndarray, Sample()]
 #: A share (an accuracy, a copier's level): a finite number.
 Share = Annotated[float, Real()]
+#: The confidence level of a two-sided interval.
+ConfidenceLevel = Annotated[float, Real(ge=0.5, lt=1.0, why="a two-sided confidence level")]
 
 
 # --- rules between arguments ------------------------------------------------------------
@@ -78,27 +91,19 @@ class Interval:
 
 
 @contract
-def t_quantile(level: Level, df: Count) -> float:
-    r"""The two-sided Student-*t* critical value: :math:`P(|T_{df}| \le t) = \text{level}`.
+def t_quantile(level: ConfidenceLevel, df: Count) -> float:
+    r"""The two-sided Student-*t* critical value :math:`t`: :math:`P(|T_{df}| \le t) = \text{level}`.
 
-    From the regularised incomplete beta function,
-    :math:`P(|T| > t) = I_{df/(df + t^2)}(df/2, 1/2)` (mpmath's ``betainc``), solved
-    for :math:`t` by bisection.
+    The point above which Student's *t* with ``df`` degrees of freedom leaves
+    :math:`(1 - \text{level})/2` (``scipy.stats.t.isf``; the upper tail is exact to
+    the last digit where ``(1 + level) / 2`` would round): 2.776 for ``level = 0.95``
+    and ``df = 4``.
     """
-    def tail(t):   # P(|T| > t), decreasing in t
-        return float(mpmath.betainc(df / 2, 0.5, 0, df / (df + t * t), regularized=True))
-
-    low, high = 0.0, 1.0
-    while tail(high) > 1 - level:
-        high *= 2
-    for _ in range(100):   # bisection to float precision
-        mid = (low + high) / 2
-        low, high = (mid, high) if tail(mid) > 1 - level else (low, mid)
-    return (low + high) / 2
+    return float(scipy_stats.t.isf((1 - level) / 2, df))
 
 
 @contract
-def mean_interval(values: Values, level: Level = 0.95) -> Interval:
+def mean_interval(values: Values, level: ConfidenceLevel = 0.95) -> Interval:
     r"""Mean of ``values`` (one per seed) with the Student-*t* interval :math:`\bar x \pm t\, s/\sqrt n`."""
     a = values
     if a.size == 1:
@@ -108,7 +113,7 @@ def mean_interval(values: Values, level: Level = 0.95) -> Interval:
 
 
 @contract(_one_per_seed)
-def paired_difference(a: Values, b: Values, level: Level = 0.95) -> Interval:
+def paired_difference(a: Values, b: Values, level: ConfidenceLevel = 0.95) -> Interval:
     """The mean of the per-seed differences ``a - b`` with its *t* interval (the same seeds, in order)."""
     return mean_interval(a - b, level)
 
@@ -118,15 +123,13 @@ def sign_test(differences: Values) -> float:
     r"""Two-sided exact sign test: the probability of a split at least this uneven if each sign were a fair coin.
 
     Zeros are dropped. :math:`p = \min(1, 2 \sum_{i \le \min(k, m - k)} \binom{m}{i} 2^{-m})` for
-    ``k`` positive among ``m`` non-zero differences.
+    ``k`` positive among ``m`` non-zero differences: the exact binomial test of
+    :math:`k` successes in :math:`m` trials at :math:`1/2` (``scipy.stats.binomtest``).
     """
     d = differences[differences != 0]
-    m = d.size
-    if m == 0:
+    if d.size == 0:
         return 1.0
-    k = int((d > 0).sum())
-    tail = sum(math.comb(m, i) for i in range(min(k, m - k) + 1)) / 2 ** m
-    return min(1.0, 2 * tail)
+    return float(scipy_stats.binomtest(int((d > 0).sum()), int(d.size), 0.5).pvalue)
 
 
 @contract
@@ -135,12 +138,14 @@ def binomial_se(p: Share, n: Count) -> float:
     return math.sqrt(max(p * (1 - p), 0.0) / n)
 
 
-def difference_se(p1: float, n1: int, p2: float, n2: int) -> float:
+@contract
+def difference_se(p1: Share, n1: Count, p2: Share, n2: Count) -> float:
     r"""Standard error of :math:`p_1 - p_2` for two independent cells, :math:`\sqrt{p_1(1-p_1)/n_1 + p_2(1-p_2)/n_2}`."""
     return math.sqrt(binomial_se(p1, n1) ** 2 + binomial_se(p2, n2) ** 2)
 
 
-def clearly_above(p1: float, n1: int, p2: float, n2: int, k: float = 2.0) -> bool:
+@contract
+def clearly_above(p1: Share, n1: Count, p2: Share, n2: Count, k: Positive = 2.0) -> bool:
     r"""Whether cell 1 beats cell 2 by more than ``k`` standard errors of their difference.
 
     A floor of :math:`1/n` per cell keeps two cells at exactly 0 and 1 from having a
@@ -155,12 +160,14 @@ def clearly_above(p1: float, n1: int, p2: float, n2: int, k: float = 2.0) -> boo
 
 @contract(_successes_of_trials)
 def wilson_interval(k: NonNegative, n: Count, level: Level = 0.95) -> Interval:
-    r"""Wilson's score interval for ``k`` successes in ``n`` trials (Wilson 1927)."""
-    z = float(mpmath.sqrt(2) * mpmath.erfinv(level))
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n, level)
+    r"""Wilson's score interval for ``k`` successes in ``n`` trials (Wilson 1927).
+
+    With :math:`\hat p = k/n` and :math:`z` the :math:`(1 + \text{level})/2` normal quantile,
+    :math:`\bigl(\hat p + z^2/2n \pm z\sqrt{\hat p(1-\hat p)/n + z^2/4n^2}\bigr) / (1 + z^2/n)`
+    (``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``).
+    """
+    ci = scipy_stats.binomtest(k, n).proportion_ci(confidence_level=level, method="wilson")
+    return Interval(k / n, max(0.0, float(ci.low)), min(1.0, float(ci.high)), n, level)
 
 
 @contract(_counts_per_cluster)

@@ -26,29 +26,16 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from .._contracts import (
-    AnyValue,
-    Count,
-    Flag,
-    Function,
-    Functions,
-    Label,
-    Model,
-    NonNegative,
-    NonNegativeReal,
-    Positive,
-    Seed,
-    contract,
-    rule,
-)
-from . import data
+from .._contracts import AnyValue, Count, Flag, Label, NonNegative, NonNegativeReal, Positive, Seed, contract, rule
+from . import stdlib_corpus, tasks
+from .kinds import Function, Functions, Model
 
 __all__ = ["default_device", "lr_at", "train", "text_batches", "task_batches", "mixed_batches"]
 
 Batches = Annotated[Callable[[int, torch.Generator], tuple],
                     Function("a function batches(step, generator) -> (x, y)")]
-#: A generator of :mod:`companion.lab.data`.
-TaskMaker = Annotated[Callable, Function("a task generator such as companion.lab.data.retrieval")]
+#: A generator of :mod:`companion.lab.tasks`.
+TaskMaker = Annotated[Callable, Function("a task generator such as companion.lab.tasks.retrieval")]
 
 
 def _step_before_end(step, steps) -> None:
@@ -161,28 +148,28 @@ def train(model: Model, batches: Batches, steps: Count, lr: Positive = 3e-3, war
 
 
 @contract(_stream_longer_than("stream", "length"))
-def text_batches(stream: data.TokenStream, batch_size: Count, length: Count) -> Batches:
-    """Batches of random text windows: ``batches(step, g)`` is :func:`companion.lab.data.text_batch`."""
+def text_batches(stream: stdlib_corpus.TokenStream, batch_size: Count, length: Count) -> Batches:
+    """Batches of random text windows: ``batches(step, g)`` is :func:`companion.lab.stdlib_corpus.text_batch`."""
 
     def batches(step: int, generator: torch.Generator):
-        return data.text_batch(stream, batch_size, length, generator)
+        return stdlib_corpus.text_batch(stream, batch_size, length, generator)
 
     return batches
 
 
 @contract
 def task_batches(make_task: TaskMaker, batch_size: Count, length: Count, **options) -> Batches:
-    r"""Batches of a synthetic task, loss on the answers only (:func:`companion.lab.data.task_batch`).
+    r"""Batches of a synthetic task, loss on the answers only (:func:`companion.lab.tasks.task_batch`).
 
     ``make_task(n_examples, length + 1, seed=..., **options)`` is a generator of
-    :mod:`companion.lab.data` (e.g. :func:`companion.lab.data.retrieval`); each batch draws
+    :mod:`companion.lab.tasks` (e.g. :func:`companion.lab.tasks.retrieval`); each batch draws
     its seed from the training generator, so the model reads ``length`` tokens.
     """
     make_task(1, length + 1, seed=0, **options)  # the generator's own contract checks the options now
 
     def batches(step: int, generator: torch.Generator):
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
-        return data.task_batch(make_task(batch_size, length + 1, seed=seed, **options))
+        return tasks.task_batch(make_task(batch_size, length + 1, seed=seed, **options))
 
     return batches
 

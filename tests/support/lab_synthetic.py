@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from companion.lab import config
+from companion.lab import settings
 
-FULL = config.get_config("full")
+FULL = settings.get_config("full")
 ARMS = FULL.main_arms
 METHODS = list(FULL.extension.methods)
 COUNT = 100          # tokens per block per file

@@ -1,42 +1,44 @@
-r"""Running the lab: jobs, worker processes, checkpoints, the stored files and the command line.
+r"""Running the lab: jobs, worker processes, checkpoints and resuming, and the stored files.
 
-``python -m companion.lab --config full`` recomputes the book's stored results;
-``--seeds 17 23`` runs the full configuration at other seeds into a folder of their
-own and checks every claim of :mod:`companion.lab.claims` on them. The work is cut
-into *jobs* (:func:`jobs`): one per (seed, arm), which trains the arm and runs every
-experiment on it, and one per cell of the learning-rate sweep. Jobs run in a pool
-of worker processes (``--workers``, one torch thread each), or in ``--parts P``
-processes started by hand (``--part i`` in each, then ``--merge``). Every finished
-job is written at once to ``<out>/jobs/`` with the run's fingerprint
-(:func:`job_fingerprint`: the configuration and the code the jobs execute), so a run
-that is stopped resumes where it was: a job whose file holds the same fingerprint
-is not run again, and one computed by other code or another configuration is moved
-to ``<out>/stale-jobs/`` and run again. :func:`assemble` then writes the files the
-book reads:
+:func:`run_all` recomputes the book's stored results (the command ``python -m
+companion.lab --config full``, in ``companion/lab/__main__.py``); at other seeds it
+runs them into a folder of their own, where the claims of :mod:`companion.lab.claims`
+are checked on them. The work is cut into *jobs* (:func:`jobs`): one per (seed, arm),
+which trains the arm and runs every experiment on it, and one per cell of the
+learning-rate sweep. Jobs run in a pool of worker processes (``--workers``, one torch
+thread each), or in ``--parts P`` processes started by hand (``--part i`` in each,
+then ``--merge``). Every finished job is written at once to ``<out>/jobs/`` with the
+run's fingerprint (:func:`job_fingerprint`: the configuration and the code the jobs
+execute), so a run that is stopped resumes where it was: a job whose file holds the
+same fingerprint is not run again, and one computed by other code or another
+configuration is moved to ``<out>/stale-jobs/`` and run again. :func:`assemble` then
+writes the files the book reads:
 
 - ``seed<k>.json``: every arm's record at seed ``k``, keyed by experiment
   (``train``, ``tuning``, ``extrapolation``, ``retrieval``, ``pair_norms``,
-  ``window``, ``extension``), with :func:`run_metadata`;
+  ``window``, ``extension``), with :func:`run_metadata` (the machine and the
+  libraries, :mod:`companion.lab.provenance`);
 - ``lr_sweep.json``: the cells of the sweep;
 - ``summary.json``: the cost (wall time as the union of the jobs' running times,
   so that a stopped and resumed run counts once; CPU time, peak memory, load
-  average before and after each session), the machine (CPU
-  model, instruction set torch used), which seeds were development and which held
-  out, and the claims' history (:data:`companion.lab.claims.HISTORY`).
+  average before and after each session), the machine, which seeds were
+  development and which held out, and the claims' history
+  (:data:`companion.lab.claims.HISTORY`).
 
 A job's numbers depend only on its seed and arm (and learning rate), never on the
 order, the process or the other jobs: on the same machine a re-run repeats them
-exactly (a test checks it on the reduced configuration).
+exactly (a test checks it on the reduced configuration). A change to the code that
+repeats them too is recorded in the stored run instead of a new run
+(:func:`record_code_change`); unfinished jobs in ``<out>/jobs/`` keep the fingerprint
+of the code that computed them, so after such a change they are set aside and run
+again, as after any other.
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import json
 import os
-import platform
-import resource
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -46,20 +48,17 @@ from typing import Annotated
 import numpy as np
 import torch
 
-from .. import __version__
 from .._contracts import AnyValue, Count, OneOf, contract
-from . import data, experiments, fingerprint
-from .config import CONFIGS, LabConfig, get_config
+from . import claims, experiments, fingerprint, provenance, results, stdlib_corpus
+from .settings import LabConfig, get_config
 
-__all__ = ["jobs", "run_job", "job_fingerprint", "finished_jobs", "stage_results", "run_all", "assemble", "record_claims_history", "run_metadata", "machine", "code_hashes", "trace_config",
-           "peak_memory_mib", "cpu_seconds", "main"]
+__all__ = ["jobs", "run_job", "job_fingerprint", "finished_jobs", "stage_results", "run_all", "assemble",
+           "record_claims_history", "record_code_change", "run_metadata", "code_hashes", "trace_config"]
 
-#: Whose resources: this process, or its finished children.
-Who = Annotated[str, OneOf("self", "children")]
 #: Which sweep cells a run adds to its arm jobs.
 Sweep = Annotated[str, OneOf("rest", "all", "none")]
-#: A configuration as :func:`companion.lab.config.get_config` reads it (which checks it): a name, a
-#: :class:`companion.lab.config.LabConfig` or a dict.
+#: A configuration as :func:`companion.lab.settings.get_config` reads it (which checks it): a name, a
+#: :class:`companion.lab.settings.LabConfig` or a dict.
 ConfigLike = AnyValue
 
 
@@ -74,22 +73,6 @@ def _part_of_parts(part, parts) -> None:
     """``part`` numbers one of the ``parts`` parts, from 0."""
     if parts is not None:
         OneOf(*range(parts))("part", part)
-
-
-@contract
-def peak_memory_mib(who: Who = "self") -> float:
-    """Peak resident memory in MiB of this process (``"self"``) or its largest finished child (``"children"``)."""
-    which = {"self": resource.RUSAGE_SELF, "children": resource.RUSAGE_CHILDREN}[who]
-    peak = resource.getrusage(which).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes on macOS, KiB on Linux
-
-
-@contract
-def cpu_seconds(who: Who = "self") -> float:
-    """User plus system CPU time of this process (``"self"``) or of its finished children."""
-    which = {"self": resource.RUSAGE_SELF, "children": resource.RUSAGE_CHILDREN}[who]
-    usage = resource.getrusage(which)
-    return usage.ru_utime + usage.ru_stime
 
 
 # ---------------------------------------------------------------------------
@@ -119,8 +102,8 @@ def run_job(job: tuple, config="reduced", progress: bool = False) -> dict:
     """Run one job of :func:`jobs` in this process (one torch thread); return its record."""
     torch.set_num_threads(1)
     cfg = get_config(config)
-    start, started, cpu = time.perf_counter(), time.time(), cpu_seconds()
-    corpus = data.load_corpus()
+    start, started, cpu = time.perf_counter(), time.time(), provenance.cpu_seconds()
+    corpus = stdlib_corpus.load_corpus()
     if job[0] == "sweep":
         _, seed, arm, lr = job
         result = experiments.sweep_cell(arm, lr, seed, cfg, corpus)
@@ -128,7 +111,8 @@ def run_job(job: tuple, config="reduced", progress: bool = False) -> dict:
         _, seed, arm = job
         result = experiments.arm_record(arm, seed, cfg, corpus, progress)
     return {"job": list(job), "result": result, "seconds": round(time.perf_counter() - start, 2),
-            "cpu_seconds": round(cpu_seconds() - cpu, 2), "peak_memory_mib": round(peak_memory_mib(), 1),
+            "cpu_seconds": round(provenance.cpu_seconds() - cpu, 2),
+            "peak_memory_mib": round(provenance.peak_memory_mib(), 1),
             "started": round(started, 2), "ended": round(time.time(), 2), "pid": os.getpid()}
 
 
@@ -170,8 +154,6 @@ def stage_results(out_dir, seeds):
     stored ``seed<k>.json``; ``lr_sweep`` holds the sweep cells finished so far.
     ``ValueError`` if an arm job of those seeds is missing.
     """
-    from . import results as stored_results
-
     folder = Path(out_dir) / "jobs"
     run = json.loads((folder / "run.json").read_text())
     cfg = get_config(run["config"])
@@ -185,8 +167,8 @@ def stage_results(out_dir, seeds):
     seed_records = {s: _seed_record(s, cfg, records, meta) for s in seeds}
     cells = _sweep_cells(cfg, records, run["sweep"])
     sweep = {"experiment": "lr_sweep", **meta, "cells": cells} if cells else None
-    return stored_results.LabResults(seeds=seed_records, lr_sweep=sweep, summary={**meta, "seeds": list(seeds)},
-                                     folder=Path(out_dir))
+    return results.LabResults(seeds=seed_records, lr_sweep=sweep, summary={**meta, "seeds": list(seeds)},
+                              folder=Path(out_dir))
 
 
 def _seed_record(seed, cfg, records, meta) -> dict:
@@ -230,12 +212,10 @@ def run_all(config: ConfigLike = "reduced", out_dir: AnyValue = None, workers: C
     held-out seeds after the claims were frozen. Returns ``{name: path}`` of the
     files written (the job folder while jobs remain).
     """
-    from . import results as stored_results
-
     cfg = get_config(config)
     name = config if isinstance(config, str) else "custom"
     if out_dir is None:
-        out_dir = stored_results.STORED
+        out_dir = results.STORED
     out = Path(out_dir)
     folder = out / "jobs"
     folder.mkdir(parents=True, exist_ok=True)
@@ -289,9 +269,7 @@ def assemble(out_dir=None) -> dict:
 
     Refuses while a job of the run is missing. Removes the job files afterwards.
     """
-    from . import results as stored_results
-
-    out = stored_results.STORED if out_dir is None else Path(out_dir)
+    out = results.STORED if out_dir is None else Path(out_dir)
     folder = out / "jobs"
     if not (folder / "run.json").is_file():
         raise ValueError(f"out_dir must hold the jobs/ folder of a run; none in {out}")
@@ -318,8 +296,6 @@ def assemble(out_dir=None) -> dict:
         paths["lr_sweep"] = _write(out / "lr_sweep.json", {"experiment": "lr_sweep", **meta, "cells": cells})
     sessions = [json.loads(p.read_text()) for p in sorted(folder.glob("session-*.json"))]
     all_records = list(records.values())
-    from . import claims
-
     summary = {"experiment": "summary", **meta, "seeds": run["seeds"], "claims_history": claims.HISTORY,
                # the time some job was running: stages that were stopped and resumed count too
                "wall_seconds": round(_union_seconds([(r["started"], r["ended"]) for r in all_records]), 1),
@@ -342,14 +318,38 @@ def assemble(out_dir=None) -> dict:
 
 def record_claims_history(out_dir=None) -> str:
     """Write :data:`companion.lab.claims.HISTORY` into a run's ``summary.json`` (after the held-out run is judged)."""
-    from . import claims
-    from . import results as stored_results
-
-    path = (stored_results.STORED if out_dir is None else Path(out_dir)) / "summary.json"
+    path = (results.STORED if out_dir is None else Path(out_dir)) / "summary.json"
     if not path.is_file():
         raise ValueError(f"out_dir must hold the summary.json of a finished run; none at {path}")
     summary = json.loads(path.read_text())
     summary["claims_history"] = claims.HISTORY
+    return _write(path, summary)
+
+
+def record_code_change(change: str, check: str, out_dir=None) -> str:
+    """Record in a run's ``summary.json`` that today's code computes its numbers as the code that ran did.
+
+    For a change to the code the jobs execute that cannot change a number (a module
+    renamed, arguments gathered into one configuration object): instead of a new run,
+    ``summary["code_changes"]`` gains an entry with the fingerprint it replaces
+    (``from``), today's (``to``) and today's :func:`companion.lab.fingerprint.source_hashes`
+    (``code_sources``), ``change`` (what changed) and ``check`` (how it was shown that
+    the numbers did not: the same jobs run by the old and the new code on one machine,
+    :func:`companion.lab.results.differences` finding none). The files' own
+    ``code_fingerprint`` and ``code_sources`` stay those of the code that ran.
+    ``ValueError`` if the code is the one already recorded.
+    """
+    path = (results.STORED if out_dir is None else Path(out_dir)) / "summary.json"
+    if not path.is_file():
+        raise ValueError(f"out_dir must hold the summary.json of a finished run; none at {path}")
+    summary = json.loads(path.read_text())
+    changes = summary.setdefault("code_changes", [])
+    before = changes[-1]["to"] if changes else summary["code_fingerprint"]
+    hashes = dict(code_hashes_of_this_process())
+    after = fingerprint.fingerprint(hashes)
+    if after == before:
+        raise ValueError(f"out_dir's run already records today's code ({after[:12]}): there is no change to record")
+    changes.append({"from": before, "to": after, "change": change, "check": check, "code_sources": hashes})
     return _write(path, summary)
 
 
@@ -364,26 +364,8 @@ def _union_seconds(intervals) -> float:
 
 
 # ---------------------------------------------------------------------------
-# Provenance
+# The code a run executes
 # ---------------------------------------------------------------------------
-
-def machine() -> dict:
-    """The CPU this process runs on: model name (``/proc/cpuinfo``), the instruction set torch uses, and core count."""
-    model, flags = platform.processor() or platform.machine(), []
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model == (platform.processor() or platform.machine()):
-                model = value.strip()
-            if key.strip() == "flags" and not flags:
-                flags = value.split()
-    except OSError:
-        pass
-    wanted = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "amx_tile")
-    return {"cpu_model": model, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "isa_flags": [f for f in wanted if f in flags], "cpu_count": os.cpu_count(),
-            "platform": platform.platform(), "processor": platform.processor() or platform.machine()}
-
 
 def trace_config() -> LabConfig:
     """The configuration the fingerprint's trace runs: the reduced one at a few steps, every kind of job."""
@@ -417,66 +399,10 @@ def code_hashes_of_this_process() -> dict:
 
 
 def run_metadata(name: str, cfg: LabConfig) -> dict:
-    """What every stored file records: the configuration, the code, the corpus, the libraries and the machine."""
-    hashes = dict(code_hashes_of_this_process())
-    return {
-        "config_name": name, "config": cfg.to_dict(), "companion_version": __version__,
-        "code_fingerprint": fingerprint.fingerprint(hashes), "code_sources": hashes,
-        "corpus": data.load_corpus().info(), "python": platform.python_version(), "torch": torch.__version__,
-        "numpy": np.__version__, "device": "cpu", "threads_per_process": 1, "machine": machine(),
-        "development_seeds": list(cfg.development_seeds), "held_out_seeds": list(cfg.held_out_seeds),
-    }
+    """:func:`companion.lab.provenance.run_metadata` with the code this process runs."""
+    return provenance.run_metadata(name, cfg, code_hashes_of_this_process())
 
 
 def _write(path: Path, record: dict) -> str:
     path.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
     return str(path)
-
-
-# ---------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------
-
-def main(argv=None) -> int:
-    """``python -m companion.lab --config full|reduced [--seeds S ...] [--out DIR] [--workers N | --part I --parts P | --merge]``."""
-    parser = argparse.ArgumentParser(prog="python -m companion.lab",
-                                     description="Recompute the lab's results, or run it at new seeds and check its claims.")
-    parser.add_argument("--config", choices=tuple(CONFIGS), default="reduced")
-    parser.add_argument("--seeds", type=int, nargs="+", default=None,
-                        help="run these seeds instead of the configuration's (no sweep), then check the claims on them")
-    parser.add_argument("--out", default=None, help="folder for the JSON files (default for 'full' at its own seeds: "
-                                                    "the package's stored results; with --seeds: lab_seeds_<seeds>)")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes, one torch thread each")
-    parser.add_argument("--part", type=int, default=None, help="run only every P-th job from the I-th (with --parts)")
-    parser.add_argument("--parts", type=int, default=None, help="the number of parts run by hand")
-    parser.add_argument("--merge", action="store_true", help="write the result files from the finished jobs")
-    parser.add_argument("--record-claims", action="store_true",
-                        help="write the claims' history (companion.lab.claims.HISTORY) into summary.json")
-    parser.add_argument("--only-seeds", type=int, nargs="+", default=None,
-                        help="run only these seeds' jobs now (the run is written once every job is done)")
-    parser.add_argument("--sweep", choices=("rest", "all", "none"), default=None,
-                        help="which sweep cells to run (default: the rest; none with --seeds)")
-    parser.add_argument("--quiet", action="store_true", help="no line per finished job")
-    args = parser.parse_args(argv)
-    out = args.out
-    if out is None and args.seeds is not None:
-        out = "lab_seeds_" + "_".join(map(str, args.seeds))
-    if out is None and args.config != "full":
-        parser.error("--out is required for a configuration other than 'full'")
-    if (args.part is None) != (args.parts is None):
-        parser.error("--part and --parts go together")
-    sweep = args.sweep or ("none" if args.seeds is not None else "rest")
-    if args.record_claims:
-        print("wrote " + record_claims_history(out))
-        return 0
-    if args.merge:
-        paths = assemble(out)
-    else:
-        paths = run_all(args.config, out, workers=args.workers, stream=None if args.quiet else sys.stdout,
-                        part=args.part, parts=args.parts, seeds=args.seeds, sweep=sweep, only_seeds=args.only_seeds)
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
-    if "summary" in paths:
-        from . import claims, results
-        run = results.load_results(Path(paths["summary"]).parent)
-        print(claims.table(claims.check_all(run.seeds, run.lr_sweep)))
-    return 0

@@ -1,17 +1,24 @@
-r"""The lab's configuration: frozen dataclasses with defaults, and the two named configurations.
+r"""The lab's settings: frozen dataclasses with defaults, and the two named configurations.
 
 A configuration is a :class:`LabConfig`: the seeds, the arms (one :class:`Arm` per
-position scheme and its options), the model, the training budget, the evaluation
-sizes, the probes, the RoPE extension experiment and the learning-rate sweep, each
-a small dataclass whose defaults are the book's. Like nanoGPT's ``GPTConfig``, a
-configuration is data: ``LabConfig.to_dict()`` gives the JSON the stored results
-record, and ``LabConfig.from_dict()`` reads it back, refusing any key it does not
-know (a misspelt ``"stpes"`` is a ``ValueError`` naming it, at every level).
+position scheme and its options), the model settings every arm shares, the training
+budget, the evaluation sizes, the probes, the RoPE extension experiment and the
+learning-rate sweep, each a small dataclass whose defaults are the book's. Like
+nanoGPT's ``GPTConfig``, a configuration is data: ``LabConfig.to_dict()`` gives the
+JSON the stored results record, and ``LabConfig.from_dict()`` reads it back, refusing
+any key it does not know (a misspelt ``"stpes"`` is a ``ValueError`` naming it, at
+every level). Both read the dataclasses' own fields: a new setting is one line in its
+dataclass. (`dacite <https://github.com/konradhalas/dacite>`_ reads dataclasses from
+dicts the same way; for these few lines a dependency would cost more than it saves.)
+
+The model of one arm is a :class:`ModelConfig`: the
+:class:`SharedModelConfig` of the run, its ``context_length``, and the arm's scheme
+and options (:meth:`Arm.model_options`).
 
 :data:`CONFIGS` holds ``full`` (the book's numbers) and ``reduced`` (the same
 pipeline at a tiny size, for continuous integration); :func:`get_config` returns
 either by name. Change a field with ``dataclasses.replace`` or
-:meth:`LabConfig.with_changes`, which also reaches into the sections::
+:meth:`Section.with_changes`, which also reaches into the sections::
 
     cfg = get_config("reduced").with_changes(seeds=(3,), train={"steps": 20})
 
@@ -23,13 +30,17 @@ can say how each claim fared on seeds it was not fitted to.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field, fields
 from typing import Annotated
 
-from .._contracts import AnyValue, Count, Either, InstanceOf, Label, OneOf, SeedList, contract
+from .._contracts import (AnyValue, Count, Either, Flag, InstanceOf, Integer, Label, NonNegative, OneOf, Positive,
+                          Real, contract)
+from ..absolute import BASE
+from .kinds import SeedList
 
 __all__ = [
-    "Arm", "ModelConfig", "TrainConfig", "EvalConfig", "ProbeConfig", "ExtensionConfig", "SweepConfig",
+    "Section", "SCHEMES", "ROPE_SCHEMES", "ModelConfig", "Arm", "SharedModelConfig", "TrainConfig", "EvalConfig", "ProbeConfig", "ExtensionConfig", "SweepConfig",
     "LabConfig", "CONFIGS", "get_config", "arms_at",
 ]
 
@@ -47,8 +58,9 @@ def _settings_of(cls, values, where) -> None:
         raise ValueError(f"{where} has no setting {unknown[0]!r}; its settings are {known}")
 
 
-class _Section:
-    """Reading and writing a frozen dataclass as a plain dict, refusing unknown keys."""
+class Section:
+    """A section of the settings: a frozen dataclass read from, written to and changed as plain data, field by
+    field, refusing any key it does not have (every dataclass here is one)."""
 
     @classmethod
     @contract(_settings_of)
@@ -57,19 +69,55 @@ class _Section:
         where = where or cls.__name__
         if isinstance(values, cls):
             return values
-        return cls(**{k: cls._read(k, v, f"{where}.{k}") for k, v in values.items()})
-
-    @classmethod
-    def _read(cls, name, value, where):
-        return tuple(value) if isinstance(value, list) else value
+        types = _field_types(cls)
+        return cls(**{k: _read(types[k], v, f"{where}.{k}") for k, v in values.items()})
 
     def to_dict(self) -> dict:
         """The settings as JSON-serialisable data (tuples become lists)."""
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
 
+    def with_changes(self, **changes):
+        """A copy with ``changes``; a section may be given as a dict of its fields to change."""
+        return _changed(self, changes, type(self).__name__)
+
+
+def _changed(section, changes, where):
+    """A copy of ``section`` with ``changes`` (read as :meth:`Section.from_dict` reads them); a field that is a
+    section itself may be given as a dict of its own changes."""
+    _settings_of(type(section), changes, where)
+    types = _field_types(type(section))
+    values = {}
+    for name, value in changes.items():
+        current = getattr(section, name)
+        if isinstance(current, Section) and isinstance(value, dict):
+            values[name] = _changed(current, value, name)
+        else:
+            values[name] = _read(types[name], value, name)
+    return dataclasses.replace(section, **values)
+
+
+def _field_types(cls) -> dict:
+    """``{field name: its type}``, the ``Annotated`` declaration around it removed."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return {f.name: typing.get_args(hints[f.name])[0] if typing.get_origin(hints[f.name]) is Annotated
+            else hints[f.name] for f in fields(cls)}
+
+
+def _read(kind, value, where):
+    """``value``, as JSON holds it, in the type ``kind`` of its field: a section from its dict, a dict of
+    sections from a dict of dicts, a tuple from a list; anything else as it is (its kind checks it)."""
+    if isinstance(kind, type) and issubclass(kind, Section):
+        return kind.from_dict(value, where)
+    if typing.get_origin(kind) is dict and issubclass(typing.get_args(kind)[1], Section):
+        section = typing.get_args(kind)[1]
+        if not isinstance(value, dict):
+            raise ValueError(f"{where} must be a dict {{name: {section.__name__}}}, got {type(value).__name__}")
+        return {name: section.from_dict(entry, f"{where}.{name}") for name, entry in value.items()}
+    return tuple(value) if isinstance(value, list) else value
+
 
 def _plain(value):
-    if isinstance(value, _Section):
+    if isinstance(value, Section):
         return value.to_dict()
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
@@ -78,9 +126,117 @@ def _plain(value):
     return value
 
 
+# ---------------------------------------------------------------------------
+# The model
+# ---------------------------------------------------------------------------
+
+#: Every position scheme, in the order the book meets them (one class each in :mod:`companion.lab.schemes`).
+SCHEMES = ("learned", "sinusoidal", "shaw", "t5", "rope", "alibi", "nope", "irope")
+#: The schemes whose frequencies :meth:`companion.lab.schemes.RotaryScheme.set_scaling` can change.
+ROPE_SCHEMES = ("rope", "irope")
+
+#: The name of a position scheme.
+SchemeName = Annotated[str, OneOf(*SCHEMES)]
+#: The standard deviation of the token embedding at initialisation.
+EmbeddingStd = Annotated[float, Either(Real(gt=0), OneOf("inverse_sqrt_d"),
+                                       what="a finite real number > 0 or 'inverse_sqrt_d'")]
+
+
+def _heads_divide_width(d_model, n_heads) -> None:
+    """The width splits into ``n_heads`` heads of equal width."""
+    if d_model % n_heads:
+        raise ValueError(f"d_model must be divisible by n_heads ({n_heads}), got {d_model}")
+
+
+def _pairs_for_the_scheme(scheme, d_model, n_heads) -> None:
+    """RoPE rotates pairs of a head's components; sinusoidal positions come in (sine, cosine) pairs."""
+    if scheme in ROPE_SCHEMES and (d_model // n_heads) % 2:
+        raise ValueError(f"d_model / n_heads (the head width) must be even for RoPE, got {d_model // n_heads}")
+    if scheme == "sinusoidal" and d_model % 2:
+        raise ValueError(f"d_model must be even for sinusoidal positions (sine, cosine pairs), got {d_model}")
+
+
+def _fraction_of_rope_pairs(scheme, rope_fraction, d_model, n_heads) -> None:
+    """p-RoPE is a variant of ``rope`` and keeps at least one of the head's pairs rotating."""
+    if rope_fraction is None:
+        return
+    if scheme != "rope":
+        raise ValueError(f"rope_fraction applies to the 'rope' scheme only, got scheme {scheme!r}")
+    if int(rope_fraction * (d_model // n_heads) // 2) < 1:
+        raise ValueError(f"rope_fraction must be in (0, 1] and keep at least one pair rotating, got {rope_fraction!r}")
+
+
+def _t5_beyond_exact(t5_num_buckets, t5_max_distance) -> None:
+    """T5's log-spaced buckets start after its ``t5_num_buckets // 2`` exact ones."""
+    exact = t5_num_buckets // 2
+    if t5_max_distance is not None and t5_max_distance <= exact:
+        raise ValueError(f"t5_max_distance must be > {exact} (t5_num_buckets // 2, the exact buckets), "
+                         f"got {t5_max_distance}")
+
+
+@contract(_heads_divide_width, _pairs_for_the_scheme, _fraction_of_rope_pairs, _t5_beyond_exact)
 @dataclass(frozen=True)
-class Arm(_Section):
-    r"""One arm: a position scheme (:data:`companion.lab.schemes.SCHEMES`) and its options.
+class ModelConfig(Section):
+    r"""Everything that makes a :class:`companion.lab.models.TinyTransformer`, as nanoGPT's ``GPTConfig`` does.
+
+    ``scheme``: one of :data:`SCHEMES`, the only positional choice.
+    ``vocab_size``: at least 2, 256 for byte tokens.
+    ``d_model``: the width, divisible by ``n_heads``; the head width
+    ``d_model / n_heads`` must be even for RoPE. ``n_layers``: the blocks.
+    ``context_length``: the training length ``L``: the number of rows of the learned
+    table, and the ``L`` of every :mod:`companion.scaling` method.
+    ``d_ff``: the width of the MLP, ``4 * d_model`` when ``None``.
+    ``tie_embeddings``: ``True`` reuses the token embedding as the output layer.
+    ``embedding_std``: the standard deviation of the token embedding at
+    initialisation: ``None`` for GPT-2's 0.02, a positive number, or
+    ``"inverse_sqrt_d"`` for :math:`d^{-1/2}` (the scale at which :math:`\sqrt d\,e_t`
+    has unit entries, tensor2tensor's initialisation for the Transformer of Vaswani
+    et al.).
+    ``rope_base``: the RoPE base (10000 in Su et al. 2021).
+    ``rope_fraction``: ``None`` or the share ``p`` of pairs that rotate (p-RoPE,
+    Barbero et al. 2025); ``rope`` only.
+    ``shaw_max_distance``: Shaw et al.'s clipping distance ``k``.
+    ``t5_num_buckets``, ``t5_max_distance``: T5's buckets (unidirectional, as in
+    T5's decoder); ``t5_max_distance`` is ``context_length`` when ``None`` (at least
+    ``t5_num_buckets // 2 + 1``), so that every bucket is met in training (T5 itself
+    uses 32 buckets up to 128 with inputs of 512).
+    ``irope_nope_every``: in ``irope`` every ``irope_nope_every``-th layer is
+    position-free (:func:`companion.nope.irope_layer_pattern`; Llama 4 uses 4).
+    ``irope_floor_scale``: ``None`` or a real > 0; when given, the queries of the
+    position-free layers of ``irope`` are multiplied by
+    :func:`companion.nope.attention_temperature` (Llama 4 uses 8192, which is
+    exactly 1 at the lengths of this model).
+    ``irope_chunk``: ``None`` or an integer >= 1; when given, the RoPE layers of
+    ``irope`` attend only within absolute chunks of ``irope_chunk`` tokens, as Llama
+    4's do.
+    """
+
+    scheme: SchemeName = "rope"
+    vocab_size: Annotated[int, Integer(2, why="a language model predicts one of several tokens")] = 256
+    d_model: Count = 64
+    n_heads: Count = 4
+    n_layers: Count = 2
+    context_length: Count = 64
+    d_ff: Count | None = None
+    tie_embeddings: Flag = True
+    embedding_std: EmbeddingStd | None = None
+    rope_base: Positive = BASE
+    rope_fraction: Annotated[float, Real(gt=0.0, le=1.0, why="the share of pairs that rotate")] | None = None
+    shaw_max_distance: NonNegative = 16
+    t5_num_buckets: Count = 32
+    t5_max_distance: Count | None = None
+    irope_nope_every: Count = 2
+    irope_floor_scale: Positive | None = None
+    irope_chunk: Count | None = None
+
+
+# ---------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Arm(Section):
+    r"""One arm: a position scheme (:data:`SCHEMES`) and its options.
 
     ``irope_chunk``: iRoPE's chunk size (Llama 4's ``attention_chunk_size``);
     ``rope_fraction``: p-RoPE's share of rotating pairs (Barbero et al. 2025);
@@ -99,7 +255,7 @@ class Arm(_Section):
     sweep_only: bool = False
 
     def model_options(self) -> dict:
-        """The keyword arguments this arm adds to :class:`companion.lab.models.TinyTransformer`."""
+        """The fields this arm sets in its model's :class:`ModelConfig`."""
         options = {"scheme": self.scheme}
         for name in ("irope_chunk", "rope_fraction", "embedding_std"):
             if getattr(self, name) is not None:
@@ -108,8 +264,13 @@ class Arm(_Section):
 
 
 @dataclass(frozen=True)
-class ModelConfig(_Section):
-    """The tiny decoder every arm shares: width, heads and layers (nanoGPT's ``GPTConfig``)."""
+class SharedModelConfig(Section):
+    """The model settings every arm shares: width, heads, layers and tied embeddings.
+
+    An arm's whole model is a :class:`ModelConfig` (nanoGPT's
+    ``GPTConfig``): these fields, the run's ``context_length``, and the arm's scheme and
+    options.
+    """
 
     d_model: int = 32
     n_heads: int = 2
@@ -118,7 +279,7 @@ class ModelConfig(_Section):
 
 
 @dataclass(frozen=True)
-class TrainConfig(_Section):
+class TrainConfig(Section):
     """The budget: AdamW steps of ``batch_size`` sequences of ``L`` tokens, one schedule for all.
 
     ``curve_every``: every so many steps, the learning curve records the loss on the
@@ -137,7 +298,7 @@ class TrainConfig(_Section):
 
 
 @dataclass(frozen=True)
-class EvalConfig(_Section):
+class EvalConfig(Section):
     r"""Evaluation sizes.
 
     ``multiples``: lengths ``m L`` scored; ``depth_bins``: the needle's depth is
@@ -164,7 +325,7 @@ class EvalConfig(_Section):
 
 
 @dataclass(frozen=True)
-class ProbeConfig(_Section):
+class ProbeConfig(Section):
     """The untrained probes: multi-key retrieval, variable tracking, and retrieval with no literal match."""
 
     multi_key_needles: int = 4
@@ -176,7 +337,7 @@ class ProbeConfig(_Section):
 
 
 @dataclass(frozen=True)
-class ExtensionConfig(_Section):
+class ExtensionConfig(Section):
     """Experiment 3: the RoPE model read at ``factor * L`` with each method, zero-shot and fine-tuned.
 
     ``curve_steps``: the fine-tuning steps after which the scores are also taken
@@ -195,7 +356,7 @@ class ExtensionConfig(_Section):
 
 
 @dataclass(frozen=True)
-class SweepConfig(_Section):
+class SweepConfig(Section):
     """The learning-rate sweep: every arm at full size at each of ``lrs``, on ``seeds``, scored on the tuning files."""
 
     lrs: tuple = (3e-3, 1e-2, 3e-2)
@@ -224,52 +385,21 @@ def _section(kind: type) -> InstanceOf:
 
 @contract(_arms_are_arms, _development_apart_from_held_out)
 @dataclass(frozen=True)
-class LabConfig(_Section):
+class LabConfig(Section):
     """A whole run: seeds, arms and every section (see the module docstring)."""
 
     seeds: SeedList = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
     development_seeds: SeedList = (0, 1, 2, 3, 4)
     held_out_seeds: SeedList = (5, 6, 7, 8, 9)
-    arms: Annotated[dict, InstanceOf(dict, "a dict of arms", error=ValueError)] = field(default_factory=dict)
+    arms: Annotated[dict[str, Arm], InstanceOf(dict, "a dict of arms", error=ValueError)] = field(default_factory=dict)
     context_length: Count = 64
-    model: Annotated[ModelConfig, _section(ModelConfig)] = ModelConfig()
+    model: Annotated[SharedModelConfig, _section(SharedModelConfig)] = SharedModelConfig()
     train: Annotated[TrainConfig, _section(TrainConfig)] = TrainConfig()
     task_needles: Count = 1
     eval: Annotated[EvalConfig, _section(EvalConfig)] = EvalConfig()
     probes: Annotated[ProbeConfig, _section(ProbeConfig)] = ProbeConfig()
     extension: Annotated[ExtensionConfig, _section(ExtensionConfig)] = ExtensionConfig()
     sweep: Annotated[SweepConfig, _section(SweepConfig)] = SweepConfig()
-
-    @classmethod
-    def _read(cls, name, value, where):
-        sections = {f.name: f.type for f in fields(cls)}
-        if name == "arms":
-            if not isinstance(value, dict):
-                raise ValueError(f"{where} must be a dict of arms, got {type(value).__name__}")
-            return {arm: Arm.from_dict(options, f"{where}.{arm}") for arm, options in value.items()}
-        kinds = {"model": ModelConfig, "train": TrainConfig, "eval": EvalConfig, "probes": ProbeConfig,
-                 "extension": ExtensionConfig, "sweep": SweepConfig}
-        if name in kinds and name in sections:
-            return kinds[name].from_dict(value, where)
-        return super()._read(name, value, where)
-
-    def with_changes(self, **changes) -> "LabConfig":
-        """A copy with ``changes``; a section may be given as a dict of its fields to change."""
-        values = {}
-        for name, value in changes.items():
-            current = getattr(self, name, None) if name in {f.name for f in fields(self)} else None
-            if isinstance(current, _Section) and isinstance(value, dict):
-                unknown = sorted(set(value) - {f.name for f in fields(current)})
-                if unknown:
-                    raise ValueError(f"{name} has no setting {unknown[0]!r}; its settings are "
-                                     f"{sorted(f.name for f in fields(current))}")
-                value = dataclasses.replace(current, **{k: self._read(k, v, k) for k, v in value.items()})
-            values[name] = value
-        unknown = sorted(set(values) - {f.name for f in fields(self)})
-        if unknown:
-            raise ValueError(f"LabConfig has no setting {unknown[0]!r}; its settings are "
-                             f"{sorted(f.name for f in fields(self))}")
-        return dataclasses.replace(self, **values)
 
     @property
     def main_arms(self) -> list[str]:
@@ -280,6 +410,10 @@ class LabConfig(_Section):
     def lengths(self) -> list[int]:
         """The evaluation lengths ``m L``."""
         return [m * self.context_length for m in self.eval.multiples]
+
+    def model_config(self, arm: str) -> ModelConfig:
+        """The model of ``arm``: the shared model settings, the training length and the arm's scheme and options."""
+        return ModelConfig(context_length=self.context_length, **self.model.to_dict(), **self.arms[arm].model_options())
 
     def lr_of(self, arm: str) -> float:
         """The peak learning rate of ``arm``: its own, or the shared one."""
