@@ -6,6 +6,7 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.absolute` -- sinusoidal and learned absolute positions (chapter 1)
 - :mod:`companion.relative` -- Shaw et al., Transformer-XL and T5 relative positions (chapter 2)
 - :mod:`companion.rope` -- rotary position embedding (chapter 3)
+- :mod:`companion.pair_usage` -- what a single RoPE pair can do: aim at an offset, or carry content (chapter 3)
 - :mod:`companion.alibi` -- attention with linear biases (chapter 4)
 - :mod:`companion.absolute_torch`, :mod:`companion.relative_torch`, :mod:`companion.rope_torch`,
   :mod:`companion.alibi_torch` -- the same methods as torch layers, for models (each
@@ -43,7 +44,7 @@ __version__ = "0.4.1"
 
 __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "absolute_torch", "relative_torch", "rope_torch",
-    "alibi_torch", "nope", "scaling", "trained_range", "interpolation", "integer_positions", "symbolic", "checks", "mistakes",
+    "alibi_torch", "pair_usage", "nope", "scaling", "trained_range", "interpolation", "integer_positions", "symbolic", "checks", "mistakes",
     "configs", "precision", "mrope", "layer_plans", "sinks", "remap",
 ]
 #: Subpackages and modules loaded on first use but not listed above (no functions of the book's math).

@@ -240,7 +240,7 @@ def test_kinds_describe_their_ranges():
 
 MATH_MODULES = ["attention", "absolute", "absolute_torch", "relative", "relative_torch", "rope", "rope_torch", "alibi",
                 "alibi_torch", "nope", "scaling", "trained_range", "interpolation", "integer_positions", "configs/reading",
-                "configs/rope_types", "configs/applied", "configs/catalogue", "precision", "symbolic"]
+                "configs/rope_types", "configs/applied", "configs/catalogue", "precision", "symbolic", "pair_usage"]
 
 
 def _public_definitions(folder: Path, modules, public_names):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from companion import rope
+from companion import pair_usage, rope
 from companion.lab import claims, usage
 from companion.lab.schemes import p_rope_frequencies
 
@@ -63,7 +63,7 @@ def test_aimed_scores_are_the_shifted_cosines(offset):
     distances = np.arange(0, 80)
     pairs = [0, 2, 5]
     amplitude = 3.0
-    scores = usage.aimed_scores(theta, pairs, offset, distances, amplitude)
+    scores = pair_usage.aimed_scores(theta, pairs, offset, distances, amplitude)
     # closed form, written independently: A sum_i cos((Delta - offset) theta_i)
     expected = amplitude * np.cos(np.multiply.outer(distances - offset, theta[pairs])).sum(axis=1)
     assert np.allclose(scores, expected, atol=1e-12)
@@ -72,42 +72,42 @@ def test_aimed_scores_are_the_shifted_cosines(offset):
 
 def test_fast_pairs_aim_sharply_and_a_slow_pair_cannot():
     theta = rope.inv_freq(16)
-    fast = usage.attention_on_offset(theta, [0, 1, 2], 1, 64, 10.0)
-    one_fast = usage.attention_on_offset(theta, [0], 1, 64, 10.0)
-    slow = usage.attention_on_offset(theta, [7], 1, 64, 1000.0)
+    fast = pair_usage.attention_on_offset(theta, [0, 1, 2], 1, 64, 10.0)
+    one_fast = pair_usage.attention_on_offset(theta, [0], 1, 64, 10.0)
+    slow = pair_usage.attention_on_offset(theta, [7], 1, 64, 1000.0)
     assert fast > 0.95 and one_fast < 0.5          # one fast pair alone aliases at its wavelengths
     assert abs(slow - 1 / 64) < 1e-3               # a slow pair is flat over 64 positions
-    weights = [usage.attention_on_offset(theta, [0, 1, 2], 1, 64, a) for a in (1.0, 3.0, 10.0, 30.0)]
+    weights = [pair_usage.attention_on_offset(theta, [0, 1, 2], 1, 64, a) for a in (1.0, 3.0, 10.0, 30.0)]
     assert np.all(np.diff(weights) > 0)            # a larger norm sharpens the head
 
 
 def test_attention_on_offset_rejects_an_offset_outside_the_context():
     theta = rope.inv_freq(16)
     with pytest.raises(ValueError, match=r"^offset must be in 0..63 \(inside the context\), got 64$"):
-        usage.attention_on_offset(theta, [0], 64, 64, 1.0)
+        pair_usage.attention_on_offset(theta, [0], 64, 64, 1.0)
     with pytest.raises(ValueError, match=r"^offset must be an integer in 0..4294967296 \(places back from the query\)"):
-        usage.aimed_scores(theta, [0], -1, np.arange(4))
+        pair_usage.aimed_scores(theta, [0], -1, np.arange(4))
     for pairs in ([8], [0, 0], [], [[0, 1]]):
         with pytest.raises(ValueError, match=r"^pairs must be distinct pair indices in 0..7 \(one per frequency"):
-            usage.aimed_scores(theta, pairs, 1, np.arange(4))
+            pair_usage.aimed_scores(theta, pairs, 1, np.arange(4))
     with pytest.raises(ValueError, match="^pairs must be non-negative integers"):
-        usage.aimed_scores(theta, [-1], 1, np.arange(4))
+        pair_usage.aimed_scores(theta, [-1], 1, np.arange(4))
     with pytest.raises(ValueError, match=r"^distances must contain whole numbers \(places the key lies behind the query\)"):
-        usage.aimed_scores(theta, [0], 1, np.linspace(0, 1, 4))
+        pair_usage.aimed_scores(theta, [0], 1, np.linspace(0, 1, 4))
     with pytest.raises(ValueError, match="^amplitude must be a finite real number > 0"):
-        usage.attention_on_offset(theta, [0], 1, 64, 0.0)
+        pair_usage.attention_on_offset(theta, [0], 1, 64, 0.0)
     with pytest.raises(ValueError, match=r"^distances.size \* len\(inv_freq\) must stay within 2\*\*28"):
-        usage.aimed_scores(rope.inv_freq(2**12), [0], 1, np.arange(2**18))   # 2**29 angles
+        pair_usage.aimed_scores(rope.inv_freq(2**12), [0], 1, np.arange(2**18))   # 2**29 angles
 
 
 def test_random_scores_do_not_decay_but_tied_ones_do():
     distances = np.array([0, 3, 30, 300, 3000])
     d, n = 32, 6000
-    free = usage.random_scores(d, distances, n, seed=11)
+    free = pair_usage.random_scores(d, distances, n, seed=11)
     se = free.std(axis=0, ddof=1) / np.sqrt(n)
     assert np.all(np.abs(free.mean(axis=0)) < 4 * se)                     # mean 0 at every distance
     assert np.allclose(free.var(axis=0, ddof=1), d, rtol=0.08)            # variance d at every distance
-    tied = usage.random_scores(d, distances, n, seed=11, tied=True)
+    tied = pair_usage.random_scores(d, distances, n, seed=11, tied=True)
     expected = 2 * np.cos(np.multiply.outer(distances, rope.inv_freq(d))).sum(axis=1)
     tied_se = tied.std(axis=0, ddof=1) / np.sqrt(n)
     assert np.all(np.abs(tied.mean(axis=0) - expected) < 4 * tied_se)
@@ -115,25 +115,25 @@ def test_random_scores_do_not_decay_but_tied_ones_do():
 
 
 def test_random_scores_are_reproducible_and_checked():
-    a = usage.random_scores(8, np.arange(3), 10, seed=5)
-    assert np.array_equal(a, usage.random_scores(8, np.arange(3), 10, seed=5))
+    a = pair_usage.random_scores(8, np.arange(3), 10, seed=5)
+    assert np.array_equal(a, pair_usage.random_scores(8, np.arange(3), 10, seed=5))
     with pytest.raises(ValueError, match=r"^d must be an even integer in 2..4294967296 \(components come in pairs\), got 7$"):
-        usage.random_scores(7, np.arange(3), 10, seed=0)
+        pair_usage.random_scores(7, np.arange(3), 10, seed=0)
     with pytest.raises(ValueError, match="^samples must be an integer >= 1, got 0$"):
-        usage.random_scores(8, np.arange(3), 0, seed=0)
+        pair_usage.random_scores(8, np.arange(3), 0, seed=0)
     with pytest.raises(ValueError, match=r"^seed must be an integer >= 0 \(a seed of numpy.random.default_rng\), got -1$"):
-        usage.random_scores(8, np.arange(3), 10, seed=-1)
+        pair_usage.random_scores(8, np.arange(3), 10, seed=-1)
     with pytest.raises(ValueError, match=r"^distances must be a 1-D array of whole numbers, got shape \(2, 2\)$"):
-        usage.random_scores(8, [[0, 1], [2, 3]], 10, seed=0)
+        pair_usage.random_scores(8, [[0, 1], [2, 3]], 10, seed=0)
     with pytest.raises(ValueError, match=r"^samples \* len\(distances\) \* d must stay within 2\*\*28"):
-        usage.random_scores(128, np.arange(1000), 10**4, seed=0)
+        pair_usage.random_scores(128, np.arange(1000), 10**4, seed=0)
 
 
 def test_drift_bound_bounds_every_contribution():
     rng = np.random.default_rng(8)
     theta = rope.inv_freq(16)
     length = 64
-    bound = usage.drift_bound(theta, length)
+    bound = pair_usage.drift_bound(theta, length)
     alpha = rng.uniform(-np.pi, np.pi, size=(200, 1))
     r = rng.integers(0, length + 1, size=(200, 1))
     moved = np.abs(np.cos(r * theta + alpha) - np.cos(alpha))            # (200, pairs)
@@ -142,14 +142,14 @@ def test_drift_bound_bounds_every_contribution():
 
 def test_stable_length_is_infinite_for_unrotated_pairs():
     theta = p_rope_frequencies(rope.inv_freq(16), 0.25)
-    lengths = usage.stable_length(theta, 0.1)
+    lengths = pair_usage.stable_length(theta, 0.1)
     assert np.all(np.isinf(lengths[2:])) and lengths[1] == np.floor(0.1 / theta[1])
-    assert np.all(usage.drift_bound(theta, 10**6)[2:] == 0)
+    assert np.all(pair_usage.drift_bound(theta, 10**6)[2:] == 0)
     with pytest.raises(ValueError, match="^tolerance must be a finite real number > 0, got 0.0$"):
-        usage.stable_length(theta, 0.0)
+        pair_usage.stable_length(theta, 0.0)
     with pytest.raises(ValueError, match=r"^length must be an integer in 1..4294967296, got 0$"):
-        usage.drift_bound(theta, 0)
-    for function, value in ((usage.stable_length, 0.1), (usage.drift_bound, 10)):
+        pair_usage.drift_bound(theta, 0)
+    for function, value in ((pair_usage.stable_length, 0.1), (pair_usage.drift_bound, 10)):
         with pytest.raises(ValueError, match=r"^inv_freq must contain only numbers >= 0 \(frequencies, 0 for a pair"):
             function(-theta, value)
         with pytest.raises(ValueError, match=r"^inv_freq must be a 1-D array, got shape \(2, 8\)$"):

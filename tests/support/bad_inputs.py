@@ -54,6 +54,7 @@ from companion import (
     layer_plans,
     mrope,
     nope,
+    pair_usage,
     precision,
     relative,
     relative_torch,
@@ -70,7 +71,7 @@ MODULES = {"attention": attention, "absolute": absolute, "absolute_torch": absol
            "relative_torch": relative_torch, "rope": rope, "rope_torch": rope_torch, "alibi": alibi,
            "alibi_torch": alibi_torch, "nope": nope, "scaling": scaling, "trained_range": trained_range,
            "interpolation": interpolation, "integer_positions": integer_positions, "configs": configs, "precision": precision,
-           "mrope": mrope, "layer_plans": layer_plans, "sinks": sinks, "remap": remap, "symbolic": symbolic}
+           "mrope": mrope, "pair_usage": pair_usage, "layer_plans": layer_plans, "sinks": sinks, "remap": remap, "symbolic": symbolic}
 
 #: Result types that hold what a function returned; companion builds them, they check nothing.
 RECORDS = {
@@ -1110,6 +1111,18 @@ EXAMPLES: dict[str, Example] = {
         Case('context shorter than training', {'context': 1000}),
     ]),
     "configs.published": Example(configs.published, dict(name='Llama 2 7B')),
+    "pair_usage.aimed_scores": Example(pair_usage.aimed_scores, dict(
+        inv_freq=rope.inv_freq(8), pairs=np.array([0, 1]), offset=1, distances=np.arange(6), amplitude=2.0), [
+        Case('a pair past the head', {'pairs': np.array([4])}),
+    ]),
+    "pair_usage.attention_on_offset": Example(pair_usage.attention_on_offset, dict(
+        inv_freq=rope.inv_freq(8), pairs=np.array([0]), offset=1, context=16, amplitude=3.0), [
+        Case('offset outside the context', {'offset': 16}),
+    ]),
+    "pair_usage.random_scores": Example(pair_usage.random_scores, dict(
+        d=8, distances=np.arange(3), samples=5, seed=1, tied=False)),
+    "pair_usage.drift_bound": Example(pair_usage.drift_bound, dict(inv_freq=rope.inv_freq(8), length=100)),
+    "pair_usage.stable_length": Example(pair_usage.stable_length, dict(inv_freq=rope.inv_freq(8), tolerance=0.1)),
     "configs.source_link": Example(configs.source_link, dict(source="arXiv:2307.09288, table 1")),
     "configs.source_links": Example(configs.source_links, dict(sources=("arXiv:2307.09288", "https://example.org/a"))),
     "configs.model_defaults": Example(lambda: configs.model_defaults()["transformers"], {}, anything=True),
