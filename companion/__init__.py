@@ -14,7 +14,7 @@ One module per idea, in the order the book meets them:
   and the lab import torch
 - :mod:`companion.nope` -- no positional encoding, and Llama 4's interleaved layers (chapter 5)
 - :mod:`companion.scaling` -- context extension for RoPE (chapter 6)
-- :mod:`companion.trained_range` -- which pairs a longer context takes past the trained angles (chapter 6's interactive figure)
+- :mod:`companion.trained_range` -- which pairs a longer context takes past the trained angles (chapter 6)
 - :mod:`companion.interpolation` -- why interpolating is safer than extrapolating (chapters 6 and 8)
 - :mod:`companion.integer_positions` -- positions read at whole numbers: aliasing and clock hands (chapter 8)
 - :mod:`companion.configs` -- what a checkpoint's ``config.json`` makes the library run (chapter 10)
@@ -44,7 +44,8 @@ __version__ = "0.4.1"
 
 __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "absolute_torch", "relative_torch", "rope_torch",
-    "alibi_torch", "pair_usage", "nope", "scaling", "trained_range", "interpolation", "integer_positions", "symbolic", "checks", "mistakes",
+    "alibi_torch", "pair_usage", "nope", "scaling", "trained_range", "interpolation", "integer_positions",
+    "symbolic", "checks", "mistakes",
     "configs", "precision", "mrope", "layer_plans", "sinks", "remap",
 ]
 #: Subpackages and modules loaded on first use but not listed above (no functions of the book's math).

@@ -73,7 +73,8 @@ import numbers
 import sys
 import types
 import typing
-from typing import Annotated, Callable
+from collections.abc import Callable
+from typing import Annotated
 
 import numpy as np
 

@@ -139,7 +139,8 @@ def gemma2(n_layers: Layers, window: Size = 4096, base: Positive = absolute.BASE
 @contract
 def gemma3(n_layers: Layers, every: Period = 6, window: Size = 1024, local_base: Positive = absolute.BASE,
            global_base: Positive = 1_000_000.0, global_factor: Factor = 8.0) -> list[LayerPlan]:
-    r"""Gemma 3: ``every - 1`` local layers (window, ``local_base``) then one global layer (``global_base``, ``/ global_factor``).
+    r"""Gemma 3: ``every - 1`` local layers (window, ``local_base``) then one global layer (``global_base``,
+    ``/ global_factor``).
 
     Layer ``l`` is global when ``(l + 1) mod every = 0`` (Transformers'
     ``Gemma3TextConfig``, ``sliding_window_pattern = 6``). Local layers keep base 10,000
@@ -188,7 +189,8 @@ def smollm3(n_layers: Layers, nope_every: Count = 4, base: Positive = 5_000_000.
 
 
 @contract
-def rnope_swa(n_layers: Layers, every: Period = 4, window: Size = 4096, base: Positive = absolute.BASE) -> list[LayerPlan]:
+def rnope_swa(n_layers: Layers, every: Period = 4, window: Size = 4096,
+              base: Positive = absolute.BASE) -> list[LayerPlan]:
     r"""RNoPE-SWA: sliding-window layers with RoPE, and every ``every``-th layer global without positions.
 
     Yang et al. (2025); the pattern of Transformers' ``Cohere2Config`` (``sliding_window_pattern

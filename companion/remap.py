@@ -184,7 +184,10 @@ def remapped_scores(q: Matrix, k: Matrix, inv_freq: Frequencies, distances: Matr
 
     Written with complex pairs (Su et al. 2021, eq. (12)):
 
-    .. math:: S[m, n] = \operatorname{Re} \sum_i \tilde q_{m,i}\, \overline{\tilde k_{n,i}}\, e^{\mathrm{i} D[m,n] \theta_i} ,
+    .. math::
+
+        S[m, n] = \operatorname{Re} \sum_i \tilde q_{m,i}\, \overline{\tilde k_{n,i}}\,
+                  e^{\mathrm{i} D[m,n] \theta_i} ,
 
     which for ``D[m, n] = m - n`` is the ordinary RoPE score of ``q`` at ``m`` and ``k``
     at ``n``. ``q``: ``(n_q, d)``; ``k``: ``(n_k, d)``; ``distances``: ``(n_q, n_k)``,

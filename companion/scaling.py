@@ -22,8 +22,9 @@ Which pairs each method leaves outside the range of angles seen in training (Fig
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Callable
+from typing import Annotated
 
 import numpy as np
 

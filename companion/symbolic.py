@@ -9,8 +9,9 @@ numerical code in :mod:`companion.attention`, :mod:`companion.absolute` and
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import permutations
-from typing import Annotated, Callable, NamedTuple
+from typing import Annotated, NamedTuple
 
 import numpy as np
 import sympy as sp
@@ -218,7 +219,10 @@ def softmax_rows(S: Matrix, mask: Matrix | None = None) -> sp.Matrix:
 def self_attention(X: Matrix, W_Q: Matrix, W_K: Matrix, W_V: Matrix, mask: Matrix | None = None) -> sp.Matrix:
     r"""Symbolic single-head self-attention (unmasked unless a 0/1 ``mask`` is given):
 
-    .. math:: \operatorname{Attn}(X) = \operatorname{softmax}\!\left(\frac{X W_Q (X W_K)^{\mathsf T}}{\sqrt{d_k}}\right) X W_V
+    .. math::
+
+        \operatorname{Attn}(X) = \operatorname{softmax}\!\left(\frac{X W_Q (X W_K)^{\mathsf T}}{\sqrt{d_k}}\right)
+                                 X W_V
 
     (Vaswani et al., 2017), the same formula as :func:`companion.attention.self_attention`.
     """

@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import json
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Annotated, Mapping
+from typing import Annotated
 
 from .._contracts import (
     Array,

@@ -9,8 +9,9 @@ of :mod:`companion.scaling`; an entry only maps the library's keys to its argume
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from .. import scaling
 from .._contracts import Integer, Real, ordered

@@ -22,8 +22,6 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from ..plotting import PALETTE
-
 HERE = Path(__file__).parent
 
 

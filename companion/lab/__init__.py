@@ -22,8 +22,23 @@ The lab of chapter 9, one module per part:
   of any set of seeds
 - :mod:`companion.lab.kinds` -- the kinds of parameter only the lab has (models, token tensors, seeds)
 """
-from . import (claims, evals, experiments, fingerprint, kinds, models, provenance, results, runs, schemes, settings,
-               stats, stdlib_corpus, tasks, train)
+from . import (
+               claims,
+               evals,
+               experiments,
+               fingerprint,
+               kinds,
+               models,
+               provenance,
+               results,
+               runs,
+               schemes,
+               settings,
+               stats,
+               stdlib_corpus,
+               tasks,
+               train,
+)
 from .results import load_results
 
 __all__ = ["settings", "schemes", "models", "stdlib_corpus", "tasks", "train", "evals", "stats", "experiments", "runs",

@@ -19,9 +19,11 @@ from .settings import CONFIGS
 
 
 def main(argv=None) -> int:
-    """``python -m companion.lab --config full|reduced [--seeds S ...] [--out DIR] [--workers N | --part I --parts P | --merge]``."""
+    """``python -m companion.lab --config full|reduced [--seeds S ...] [--out DIR]
+    [--workers N | --part I --parts P | --merge]``."""
     parser = argparse.ArgumentParser(prog="python -m companion.lab",
-                                     description="Recompute the lab's results, or run it at new seeds and check its claims.")
+                                     description="Recompute the lab's results, or run it at new seeds and check its "
+                                                 "claims.")
     parser.add_argument("--config", choices=tuple(CONFIGS), default="reduced")
     parser.add_argument("--seeds", type=int, nargs="+", default=None,
                         help="run these seeds instead of the configuration's (no sweep), then check the claims on them")

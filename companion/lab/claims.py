@@ -25,8 +25,8 @@ seen, and how.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -520,7 +520,7 @@ def ntk_protects_text(seeds: dict, at_most: float = 1.0) -> Verdict:
     ratios = _values(seeds, lambda r: _ext(r, "ntk", "zero_shot", "perplexity_at_target")
                      / _ext(r, "none", "zero_shot", "perplexity_at_target"))
     return _verdict("ntk_protects_text", max(ratios) < at_most,
-                    f"zero-shot at 4L, NTK-aware scaling has a lower perplexity than no scaling "
+                    "zero-shot at 4L, NTK-aware scaling has a lower perplexity than no scaling "
                     "on every seed", f"NTK over none at 4L, per seed: {_fmt(ratios, 3)}", seeds, ratios=ratios)
 
 

@@ -50,7 +50,8 @@ must beat to show that it matches keys.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Callable
+from collections.abc import Callable
+from typing import Annotated
 
 import numpy as np
 import torch
@@ -157,7 +158,8 @@ def perplexity_by_length(model: ModelFn, stream: stdlib_corpus.TokenStream, leng
     starts, edges = file_starts, blocks
     results = []
     for n in lengths:
-        windows = stdlib_corpus.text_windows(stream, n, None if tokens_per_length is None else max(1, tokens_per_length // n))
+        per_window = None if tokens_per_length is None else max(1, tokens_per_length // n)
+        windows = stdlib_corpus.text_windows(stream, n, per_window)
         row = {"length": n, "n_windows": int(windows.shape[0]), "n_tokens": int(windows.shape[0] * n),
                "perplexity_past": None, "interval": None}
         try:
@@ -237,7 +239,8 @@ def accuracy_grid(model: ModelFn, lengths: Lengths,
     For each ``length`` ``n`` (the number of tokens the model reads) and each
     ``depth`` in ``[0, 1]``, ``make_task(n_examples, n + 1, depth=depth, seed=...,
     **options)`` builds the examples (default :func:`companion.lab.tasks.retrieval`,
-    whose ``n_needles`` adds distractors) and :func:`answer_accuracy` scores them. The seed depends on ``seed`` and the length
+    whose ``n_needles`` adds distractors) and :func:`answer_accuracy` scores them. The seed depends on ``seed``
+    and the length
     only, so every depth of a length shares its haystacks and keys. Returns one dict
     per pair: ``length``, ``depth``, ``accuracy`` (``None``
     when the length is not defined for the model), ``defined``, ``error``,
@@ -294,7 +297,8 @@ def depth_bin_grid(model: ModelFn, lengths: Lengths, n_bins: Count, n_examples: 
             split = {}
             for c in chunks:
                 across = straddles(task.needle_start.numpy(), task.needle_length, c)
-                split[c] = [int(right[across].sum()), int(across.sum()), int(right[~across].sum()), int((~across).sum())]
+                split[c] = [int(right[across].sum()), int(across.sum()),
+                            int(right[~across].sum()), int((~across).sum())]
             row.update(correct=int(right.sum()), accuracy=float(right.mean()), defined=True, error=None, straddle=split)
             rows.append(row)
     return rows

@@ -55,9 +55,9 @@ import torch
 
 from .._contracts import AnyValue, Flag, OneOf, Positive, Seed, contract
 from . import evals, tasks, train
-from .stdlib_corpus import Corpus, load_corpus, text_windows
 from .models import TinyTransformer, count_parameters
 from .settings import LabConfig, get_config
+from .stdlib_corpus import Corpus, load_corpus, text_windows
 
 __all__ = ["TASKS", "chance_levels", "train_arm", "tuning_scores", "extrapolation", "retrieval",
            "attention_shares", "window_intervention", "frequency_usage", "extension", "sweep_cell", "arm_record"]
@@ -276,14 +276,16 @@ def _bin_record(rows, lengths, n_bins, n_examples, chance, chunks) -> dict:
         "lengths": lengths, "bins": [r["bin"] for r in rows[:n_bins]], "n_examples": n_examples,
         "status": [_status(d) for d in defined], "correct": correct,
         "accuracy": [[None if c is None else round(c / n_examples, 4) for c in row] for row in correct],
-        "by_length": [None if not d else round(sum(row) / (n_examples * n_bins), 4) for d, row in zip(defined, correct)],
+        "by_length": [None if not d else round(sum(row) / (n_examples * n_bins), 4)
+                      for d, row in zip(defined, correct)],
         "chance": chance, "straddle": {},
     }
     for c in chunks:
         # per length: [correct straddling, straddling, correct clear, clear], summed over the bins
-        record["straddle"][str(c)] = [None if not d else np.sum([r["straddle"][c] for r in rows[i * n_bins:(i + 1) * n_bins]],
-                                                                 axis=0).astype(int).tolist()
-                                      for i, d in enumerate(defined)]
+        record["straddle"][str(c)] = [
+            None if not d else np.sum([r["straddle"][c] for r in rows[i * n_bins:(i + 1) * n_bins]],
+                                      axis=0).astype(int).tolist()
+            for i, d in enumerate(defined)]
     return record
 
 
@@ -316,7 +318,8 @@ def _variable_tracking(model, cfg: LabConfig, seed: int, chance) -> dict:
               "chains": p.variable_tracking_chains, "status": [], "correct": [], "by_length": [],
               "copiers": {rule: [] for rule in evals.COPIERS}, "chance": chance}
     for length in cfg.lengths:
-        task = tasks.variable_tracking(n, length + 1, hops=p.variable_tracking_hops, n_chains=p.variable_tracking_chains,
+        task = tasks.variable_tracking(n, length + 1, hops=p.variable_tracking_hops,
+                                      n_chains=p.variable_tracking_chains,
                                       seed=_task_seed(seed, "variable_tracking") * 1009 + length)
         for rule in evals.COPIERS:
             record["copiers"][rule].append(int(evals.copier_accuracy(task, rule, seed=length).sum()))
@@ -484,7 +487,8 @@ def _length_cycle(corpus, cfg: LabConfig, lengths):
 
 def _extension_scores(model, corpus, L, target, cfg: LabConfig, seed, light: bool = False) -> dict:
     ext = cfg.extension
-    tokens = ext.tokens_per_length if ext.tokens_per_length is None or not light else max(target, ext.tokens_per_length // 4)
+    tokens = ext.tokens_per_length if ext.tokens_per_length is None or not light \
+        else max(target, ext.tokens_per_length // 4)
     examples = ext.examples if not light else max(1, ext.examples // 2)
     lengths = [target] if light else [L, target]
     ppl = evals.perplexity_by_length(model, corpus.validation, lengths, tokens, past=L)

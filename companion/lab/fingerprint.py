@@ -25,8 +25,9 @@ import hashlib
 import importlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Callable
+from typing import Annotated
 
 from .._contracts import contract
 from .kinds import Function

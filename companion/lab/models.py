@@ -187,7 +187,8 @@ class TinyTransformer(nn.Module):
 
     @contract
     def set_key_window(self, w: Count | None) -> None:
-        """Hide, in every layer, the keys ``w`` or more positions back (a sliding window of ``w``); ``None`` undoes it."""
+        """Hide, in every layer, the keys ``w`` or more positions back (a sliding window of ``w``);
+        ``None`` undoes it."""
         self.key_window = w
 
     def set_rope_scaling(self, method: str = "none", s: float = 1.0, **options) -> dict:

@@ -91,7 +91,7 @@ class LabResults:
         return changes[-1]["code_sources"] if changes else self.summary["code_sources"]
 
     @contract(_seeds_of_the_run)
-    def subset(self, seeds: AnyValue) -> "LabResults":
+    def subset(self, seeds: AnyValue) -> LabResults:
         """The same run restricted to ``seeds``."""
         return LabResults({s: self.seeds[s] for s in seeds}, self.lr_sweep, self.summary, self.folder)
 

@@ -121,7 +121,8 @@ def _job_name(job) -> str:
 
 
 def job_fingerprint(config="reduced") -> str:
-    """SHA-256 of the configuration and of :func:`code_hashes`: two job files with the same value were computed alike."""
+    """SHA-256 of the configuration and of :func:`code_hashes`: two job files with the same value were
+    computed alike."""
     cfg = get_config(config)
     identity = {"config": cfg.to_dict(), "code_fingerprint": fingerprint.fingerprint(code_hashes_of_this_process())}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()

@@ -49,8 +49,9 @@ from .. import absolute_torch, alibi_torch, nope, relative_torch, rope, rope_tor
 from .._contracts import AnyValue, Count, Factor, Frequencies, InstanceOf, OneOf, Real, contract
 from .settings import ROPE_SCHEMES, SCHEMES, ModelConfig
 
-__all__ = ["SCHEMES", "ROPE_SCHEMES", "Scheme", "NoPEScheme", "LearnedScheme", "SinusoidalScheme", "ShawScheme", "T5Scheme",
-           "RotaryScheme", "ALiBiScheme", "IRopeScheme", "PartialFrequencies", "make_scheme", "chunked_causal_mask", "p_rope_frequencies"]
+__all__ = ["SCHEMES", "ROPE_SCHEMES", "Scheme", "NoPEScheme", "LearnedScheme", "SinusoidalScheme", "ShawScheme",
+           "T5Scheme", "RotaryScheme", "ALiBiScheme", "IRopeScheme", "PartialFrequencies", "make_scheme",
+           "chunked_causal_mask", "p_rope_frequencies"]
 
 
 def _keeps_a_pair(inv_freq, fraction) -> None:
@@ -230,7 +231,8 @@ class RotaryScheme(Scheme):
     @contract
     def set_scaling(self, method: Annotated[str, OneOf(*scaling.METHODS)] = "none", s: Factor = 1.0,
                     **options) -> dict:
-        """Switch the frequencies to ``method`` at scale ``s`` (see :meth:`companion.lab.models.TinyTransformer.set_rope_scaling`)."""
+        """Switch the frequencies to ``method`` at scale ``s``
+        (see :meth:`companion.lab.models.TinyTransformer.set_rope_scaling`)."""
         setting = {"method": method, "s": s, **options}
         freqs = self.frequencies(setting, current_length=None)
         self.rotary.set_frequencies(freqs.inv_freq, freqs.attention_factor)

@@ -34,13 +34,26 @@ import typing
 from dataclasses import dataclass, field, fields
 from typing import Annotated
 
-from .._contracts import (AnyValue, Count, Either, Flag, InstanceOf, Integer, Label, NonNegative, OneOf, Positive,
-                          Real, contract)
+from .._contracts import (
+    AnyValue,
+    Count,
+    Either,
+    Flag,
+    InstanceOf,
+    Integer,
+    Label,
+    NonNegative,
+    OneOf,
+    Positive,
+    Real,
+    contract,
+)
 from ..absolute import BASE
 from .kinds import SeedList
 
 __all__ = [
-    "Section", "SCHEMES", "ROPE_SCHEMES", "ModelConfig", "Arm", "SharedModelConfig", "TrainConfig", "EvalConfig", "ProbeConfig", "ExtensionConfig", "SweepConfig",
+    "Section", "SCHEMES", "ROPE_SCHEMES", "ModelConfig", "Arm", "SharedModelConfig", "TrainConfig", "EvalConfig",
+    "ProbeConfig", "ExtensionConfig", "SweepConfig",
     "LabConfig", "CONFIGS", "get_config", "arms_at",
 ]
 

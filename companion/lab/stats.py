@@ -140,7 +140,8 @@ def binomial_se(p: Share, n: Count) -> float:
 
 @contract
 def difference_se(p1: Share, n1: Count, p2: Share, n2: Count) -> float:
-    r"""Standard error of :math:`p_1 - p_2` for two independent cells, :math:`\sqrt{p_1(1-p_1)/n_1 + p_2(1-p_2)/n_2}`."""
+    r"""Standard error of :math:`p_1 - p_2` for two independent cells,
+    :math:`\sqrt{p_1(1-p_1)/n_1 + p_2(1-p_2)/n_2}`."""
     return math.sqrt(binomial_se(p1, n1) ** 2 + binomial_se(p2, n2) ** 2)
 
 

@@ -216,7 +216,8 @@ def multi_key_retrieval(n_examples: Count, length: Count, seed: TaskSeed = 0,
     keys = _distinct_words(rng, n_examples, n_needles, key_len, KEY_ALPHABET)            # (B, k, key_len)
     values = _words(rng, (n_examples, n_needles), value_len, VALUE_ALPHABET)             # (B, k, value_len)
     needles = np.concatenate([_col(_NEEDLE, keys), keys, _col(_EQUALS, keys), values], axis=-1)  # (B, k, m)
-    edges = (np.arange(n_needles + 1) * context) // n_needles                             # slot j: [edges[j], edges[j+1])
+    # slot j: [edges[j], edges[j+1])
+    edges = (np.arange(n_needles + 1) * context) // n_needles
     starts = edges[:-1] + rng.integers(0, edges[1:] - edges[:-1] - m + 1, size=(n_examples, n_needles))
     for b in range(n_examples):
         _write(tokens[b], starts[b], needles[b])
@@ -277,7 +278,8 @@ def variable_tracking(n_examples: Count, length: Count, hops: Count = 2, n_chain
     width = 2 + key_len + max(key_len, value_len)
     context = length - (2 + key_len + value_len)
     tokens = rng.choice(np.frombuffer(FILLER, np.uint8), size=(n_examples, length)).astype(np.int64)
-    names = _distinct_words(rng, n_examples, n_names, key_len, KEY_ALPHABET).reshape(n_examples, n_chains, hops + 1, key_len)
+    names = _distinct_words(rng, n_examples, n_names, key_len, KEY_ALPHABET)
+    names = names.reshape(n_examples, n_chains, hops + 1, key_len)
     values = _words(rng, (n_examples, n_chains), value_len, VALUE_ALPHABET)
     first = np.empty(n_examples, np.int64)
     for b in range(n_examples):

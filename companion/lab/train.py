@@ -19,7 +19,8 @@ progress bar (tqdm's ``tqdm.auto``: a widget in a notebook, a text line elsewher
 from __future__ import annotations
 
 import math
-from typing import Annotated, Callable
+from collections.abc import Callable
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
