@@ -132,7 +132,7 @@ def test_the_scripts_palette_is_the_packages():
     """The drawing scripts and the Python side (plots and fallbacks) name the same colours:
     ``_common.js`` keeps its own copy of ``PALETTE``, so a colour changed on one side only
     would draw a figure's line in one colour and the prose's name for it in another."""
-    from companion.figures._base import PALETTE
+    from companion.plotting import PALETTE
 
     script = (Path(companion.figures.__file__).parent / "_common.js").read_text(encoding="utf-8")
     block = re.search(r"const PALETTE = \{(.*?)\};", script, re.S).group(1)

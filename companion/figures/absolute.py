@@ -21,7 +21,8 @@ import traitlets
 from .. import absolute
 from .._contracts import Count, EvenSize, Integer, NonNegativeReal, Positive, PositiveCounts, Seed, contract
 from ..absolute import dot_product_at_distance, position_score
-from ._base import PALETTE, Figure, esm
+from ..plotting import PALETTE
+from ._base import Figure, esm
 
 DISTANCES = (1, 2, 4, 8, 16, 32)
 

@@ -20,7 +20,8 @@ import traitlets
 
 from .. import rope
 from .._contracts import Count, Integer, Kind, Real, contract
-from ._base import PALETTE, Figure, esm
+from ..plotting import PALETTE
+from ._base import Figure, esm
 
 #: Lengths a content arrow may have (the drawing keeps dragged arrows inside).
 LENGTH_RANGE = (0.2, 1.5)

@@ -19,7 +19,8 @@ import traitlets
 
 from .. import absolute, rope, scaling, trained_range
 from .._contracts import MAX_POSITION, Count, Integer, OneOf, Positive, contract
-from ._base import PALETTE, Figure, esm
+from ..plotting import PALETTE
+from ._base import Figure, esm
 
 #: The methods the figure offers: (name in :data:`companion.scaling.METHODS`, label).
 FIGURE_METHODS = (
