@@ -1,4 +1,4 @@
-r"""Absolute positions as torch layers: the sinusoid of :mod:`companion.absolute`, and a learned table.
+r"""Absolute positions as torch layers: the sinusoid of ``companion.absolute``, and a learned table.
 
 :class:`SinusoidalPositions` computes Vaswani et al.'s (2017) sinusoid for a tensor of
 positions exactly as :func:`companion.absolute.sinusoidal` does for an array (the tests
@@ -20,7 +20,7 @@ __all__ = ["SinusoidalPositions", "LearnedPositions"]
 
 
 class SinusoidalPositions(nn.Module):
-    r"""Torch layer for :func:`sinusoidal` (Vaswani et al. 2017); nothing is learned.
+    r"""Torch layer for :func:`companion.absolute.sinusoidal` (Vaswani et al. 2017); nothing is learned.
 
     ``forward(positions)`` takes an integer tensor of positions of shape ``(n,)`` (any
     shape works) and returns ``positions.shape + (d,)`` on the same device, in

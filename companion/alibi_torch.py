@@ -1,4 +1,4 @@
-r"""ALiBi as a torch layer: the bias of :mod:`companion.alibi`, for the scores of a model.
+r"""ALiBi as a torch layer: the bias of ``companion.alibi``, for the scores of a model.
 
 Press, Smith & Lewis (2022). :class:`ALiBi` returns the same bias as
 :func:`companion.alibi.bias` (the tests hold them equal), as a tensor on the module's
@@ -17,7 +17,7 @@ __all__ = ["ALiBi"]
 
 
 class ALiBi(nn.Module):
-    r"""Torch layer for :func:`bias` (Press, Smith & Lewis 2022); nothing is learned.
+    r"""Torch layer for :func:`companion.alibi.bias` (Press, Smith & Lewis 2022); nothing is learned.
 
     The slopes are shown in a (non-persistent) buffer ``slopes``, which ``.to(device)``
     and ``.double()`` move and cast. ``forward(n_queries, n_keys=None)`` returns the

@@ -59,7 +59,7 @@ def _tensor_mask_fits(q, k, mask) -> None:
 
 
 class ShawRelativeAttention(nn.Module):
-    r"""Torch layer for :func:`shaw_attention` (Shaw, Uszkoreit & Vaswani 2018).
+    r"""Torch layer for :func:`companion.relative.shaw_attention` (Shaw, Uszkoreit & Vaswani 2018).
 
     Holds the two learned tables ``w_k`` (``(2c + 1, d)``) and ``w_v``
     (``(2c + 1, d_v)``), one vector per clipped distance ``-c..c`` with
@@ -70,7 +70,7 @@ class ShawRelativeAttention(nn.Module):
     an optional boolean mask (``True`` = may attend), and returns
     ``(z, alpha)`` of shapes ``(..., n_queries, d_v)`` and ``(..., n_queries, n_keys)``.
     A tensor of the wrong type, dtype or shape, or a mask row with no key left, raises
-    ``ValueError`` as :func:`shaw_attention` does; like torch's own layers, the inputs
+    ``ValueError`` as :func:`companion.relative.shaw_attention` does; like torch's own layers, the inputs
     are not scanned for NaN.
     """
 
@@ -111,7 +111,7 @@ class ShawRelativeAttention(nn.Module):
 
 
 class TransformerXLScores(nn.Module):
-    r"""Torch layer for :func:`transformer_xl_terms` (Dai et al. 2019), one head.
+    r"""Torch layer for :func:`companion.relative.transformer_xl_terms` (Dai et al. 2019), one head.
 
     Learned parameters: ``w_q``, ``w_ke`` (``(d_model, d_head)``), ``w_kr``
     (``(d_model, d_head)``; :math:`R` has width ``d_model``, which must be even) and
@@ -166,14 +166,14 @@ class T5RelativeBias(nn.Module):
     r"""T5's learned relative position bias (Raffel et al. 2020), all heads at once.
 
     One learned scalar per bucket and head (an ``nn.Embedding(num_buckets,
-    n_heads)``), looked up by :func:`t5_bucket` of the distance and added to the
+    n_heads)``), looked up by :func:`companion.relative.t5_bucket` of the distance and added to the
     attention scores. In T5 only the first layer owns this table and every layer
     reuses its bias, so a single instance can be shared by all layers of a stack.
 
     ``forward(n_queries, n_keys=None)`` returns the bias ``(n_heads, n_queries,
     n_keys)`` on the device and in the dtype of the table; queries are the last
     positions (``n_keys >= n_queries``), as with a key cache. ``bucket(relative_position)``
-    is :func:`t5_bucket` for an integer tensor.
+    is :func:`companion.relative.t5_bucket` for an integer tensor.
     """
 
     @contract(_t5_options, entries("num_buckets * n_heads", lambda n_heads, num_buckets: num_buckets * n_heads))
@@ -186,7 +186,7 @@ class T5RelativeBias(nn.Module):
     @contract
     def bucket(self, relative_position: Annotated[torch.Tensor, TensorPositions(signed=True, floats=False)]
                ) -> torch.Tensor:
-        """:func:`t5_bucket` in torch: same rule, same integers, on the input's device.
+        """:func:`companion.relative.t5_bucket` in torch: same rule, same integers, on the input's device.
 
         ``relative_position``: integers (a tensor, list or array), each within the
         supported range ``±2**32``.

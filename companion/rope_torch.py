@@ -1,4 +1,4 @@
-r"""RoPE as a torch layer: the rotation of :mod:`companion.rope`, for tensors in a model.
+r"""RoPE as a torch layer: the rotation of ``companion.rope``, for tensors in a model.
 
 Su et al. (2021). :class:`RotaryEmbedding` rotates the queries and keys of a torch
 model exactly as :func:`companion.rope.rotate` rotates numpy arrays (the tests hold

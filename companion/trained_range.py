@@ -9,7 +9,7 @@ whose largest angle grows past the trained one meets angles it never saw. This
 module measures that (chapter 6, section 6.1) for each method of
 :mod:`companion.scaling`, for the interactive figure of that chapter
 (:mod:`companion.figures.scaling`) and for published configurations
-(:func:`companion.configs.config_extension`, which returns an :class:`Extension`).
+(:func:`companion.configs.applied.config_extension`, which returns an :class:`Extension`).
 
 Convention for "largest angle": a pair with frequency ``theta`` over a context of
 length ``n`` reaches the angle ``n * theta`` (the span of ``n`` position steps). So

@@ -33,6 +33,7 @@ modules are imported.
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 from pathlib import Path
 
@@ -72,11 +73,29 @@ def public_modules(package: str = PACKAGE) -> list[str]:
     return sorted(found - {package}, key=rank)
 
 
+def re_exports(module: str) -> bool:
+    """Whether ``module`` is a package whose public names are its modules' (``companion.configs``
+    gathers ``read_config`` and the rest from ``companion.configs.reading`` and three more):
+    its page then shows its docstring only, and each object is documented once, on the
+    page of the module that defines it."""
+    imported = importlib.import_module(module)
+    names = [n for n in getattr(imported, "__all__", []) if not inspect.ismodule(getattr(imported, n, None))]
+    return hasattr(imported, "__path__") and bool(names) and all(
+        getattr(getattr(imported, n), "__module__", module).startswith(module + ".") for n in names
+        if not isinstance(getattr(imported, n), (dict, tuple, list, str, int, float)))
+
+
+def page(module: str) -> str:
+    """The page of ``module``: its docstring and its members (its docstring only where :func:`re_exports`)."""
+    text = PAGE.format(module=module)
+    return text.replace("   :members:\n", "") if re_exports(module) else text
+
+
 def write_pages(srcdir: Path, modules: list[str]) -> None:
     """``book/api/<module>.md`` for each module, touching only pages whose text changes."""
     folder = srcdir / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    wanted = {f"{module}.md": PAGE.format(module=module) for module in modules}
+    wanted = {f"{module}.md": page(module) for module in modules}
     for stale in folder.glob("*.md"):
         if stale.name not in wanted:
             stale.unlink()

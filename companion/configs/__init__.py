@@ -14,7 +14,7 @@ frequency vector ``theta'`` and the attention factor that multiplies ``cos`` and
 
 Every method is computed by :mod:`companion.scaling`; this package only maps the
 library's keys to those functions' arguments, with the library's defaults. Each rope
-type is one entry of :data:`ROPE_PARAMETERS` (:class:`RopeType`): the keys it needs,
+type is one entry of :data:`~companion.configs.rope_types.ROPE_PARAMETERS` (:class:`~companion.configs.rope_types.RopeType`): the keys it needs,
 the keys it may carry, how it fills in the library's defaults and checks the values,
 and how it computes the frequencies, the way Transformers keeps
 ``ROPE_INIT_FUNCTIONS`` beside its validation functions. A new rope type is one
@@ -27,7 +27,7 @@ entry there:
 ``linear``         :func:`companion.scaling.position_interpolation` (``s = factor``)
 ``dynamic``        :func:`companion.scaling.dynamic_ntk` with ``hf_factor = factor``
                    and ``L = max_position_embeddings``; the library keeps state,
-                   see :class:`DynamicNTKState`
+                   see :class:`~companion.configs.applied.DynamicNTKState`
 ``yarn``           :func:`companion.scaling.yarn_code` (the shipped ramp), attention
                    factor ``attention_factor`` or ``0.1 ln s + 1`` or, with
                    ``mscale`` and ``mscale_all_dim``, the ratio
@@ -50,10 +50,10 @@ is ``-2i/r`` over the *rotated* dimension. The ``proportional`` type instead kee
 exponent over the whole head, ``theta_i = base^(-2i/head_dim)`` for the first
 ``int(p * head_dim) // 2`` pairs, and pads the rest with frequency 0 (a rotation by 0
 leaves a pair alone); it is applied to the whole head in the split layout, so the
-rotated components are the first ``r/2`` of each half. :func:`rotate` does both.
+rotated components are the first ``r/2`` of each half. :func:`~companion.configs.applied.rotate` does both.
 
-Unknown keys are never ignored silently: :class:`RopeSettings` lists them in
-``unknown_keys`` and :func:`read_config` warns. Missing keys a method needs, unknown
+Unknown keys are never ignored silently: :class:`~companion.configs.reading.RopeSettings` lists them in
+``unknown_keys`` and :func:`~companion.configs.reading.read_config` warns. Missing keys a method needs, unknown
 ``rope_type`` values and values that make the method meaningless raise ``ValueError``
 naming the key. Where the library fills a value in (``original_max_position_embeddings``
 from ``max_position_embeddings``, the YaRN factor from the ratio of the lengths), the
@@ -61,24 +61,24 @@ filled keys are listed in ``filled_in``.
 
 **What the file leaves to the class.** A published file often leaves out what equals
 its model class's defaults (a multimodal model's ``text_config`` is written as the
-difference from them): the reader fills them in from :func:`model_defaults`, a table
+difference from them): the reader fills them in from :func:`~companion.configs.reading.model_defaults`, a table
 read from the library's configuration classes by ``python -m bookwork.model_defaults``, and
-names each key it filled in. :func:`layer_plan` gives every layer's settings (layer
+names each key it filled in. :func:`~companion.configs.applied.layer_plan` gives every layer's settings (layer
 types with their own base, head size or method, layers without RoPE), and M-RoPE
 files (``mrope_section``) give each rotated pair a position axis
 (:mod:`companion.mrope`). Keys that change what the model computes with positions
-outside the frequencies are listed in ``effects``: :func:`softmax_scale_factor` and
-:func:`query_scale` compute those of the DeepSeek family and Ministral 3.
+outside the frequencies are listed in ``effects``: :func:`~companion.configs.applied.softmax_scale_factor` and
+:func:`~companion.configs.applied.query_scale` compute those of the DeepSeek family and Ministral 3.
 
-:data:`PUBLISHED` holds the position settings of published models (Llama 2 to
+:data:`~companion.configs.catalogue.PUBLISHED` holds the position settings of published models (Llama 2 to
 Kimi K2) with the sources of their values, as text: one JSON file per model in the
 package data ``companion/data/published/``, read in the order of their file names
 (a new model is a new file there); chapter 10 runs each through
-:func:`config_extension`.
+:func:`~companion.configs.applied.config_extension`.
 
 The package in four modules: :mod:`~companion.configs.reading` (a ``config.json`` to
-:class:`RopeSettings`, with the class defaults of :func:`model_defaults`),
-:mod:`~companion.configs.rope_types` (the registry :data:`ROPE_PARAMETERS`),
+:class:`~companion.configs.reading.RopeSettings`, with the class defaults of :func:`~companion.configs.reading.model_defaults`),
+:mod:`~companion.configs.rope_types` (the registry :data:`~companion.configs.rope_types.ROPE_PARAMETERS`),
 :mod:`~companion.configs.applied` (what the library computes from the settings) and
 :mod:`~companion.configs.catalogue` (the published configurations).
 """

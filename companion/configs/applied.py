@@ -61,7 +61,7 @@ class ConfigFrequencies:
 def frequencies_at(config: Config, seq_len: Count, layer_type: LayerType | None = None) -> ConfigFrequencies:
     r"""The frequencies and attention factor the library uses for a sequence of ``seq_len`` tokens.
 
-    ``config`` is a ``config.json`` dictionary or :class:`RopeSettings`; ``seq_len``
+    ``config`` is a ``config.json`` dictionary or :class:`~companion.configs.reading.RopeSettings`; ``seq_len``
     the current length (the largest position plus one). Only ``dynamic`` and
     ``longrope`` depend on it. For ``dynamic`` this is a fresh model's answer: the
     library then keeps the frequencies of the longest input seen
@@ -198,7 +198,7 @@ def layer_plan(config: ConfigFile) -> tuple[LayerRope, ...]:
     layers), when ``no_rope_layers`` marks it 0 (Llama 4, SmolLM3: every fourth
     layer), when its entry of a dictionary nested by layer type is null, or when its
     class rotates only in sliding-window layers and it is not one (Cohere 2, EXAONE 4;
-    Yang et al. 2025's RNoPE-SWA). The others get :func:`read_config` for their layer
+    Yang et al. 2025's RNoPE-SWA). The others get :func:`~companion.configs.reading.read_config` for their layer
     type (its own base, head size and method). The number of layers is
     ``num_hidden_layers`` (or the length of ``layer_types``).
     """
@@ -278,7 +278,7 @@ def config_extension(config: Config, context: Count, trained_length: Count | Non
 
     The reference frequencies are the unscaled ones of the same base and rotated
     size (for ``proportional``, its non-zero pairs). The trained range is
-    ``trained_length`` (default: :attr:`RopeSettings.original_length`, else
+    ``trained_length`` (default: ``RopeSettings.original_length``, else
     ``max_position_embeddings``); the extension factor is ``s = context /
     trained_length`` (at least 1). Returns :class:`companion.trained_range.Extension` with
     ``method`` set to the rope type: per-pair turns in training, angle ratios

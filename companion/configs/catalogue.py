@@ -4,7 +4,7 @@ One JSON file per model in the package data ``companion/data/published/``, read 
 the order of their file names (a new model is a new file there): the keys of the
 model's ``config.json`` that positions depend on, as published, its advertised
 context and trained length, and where each value comes from, as text (nothing is
-fetched). Chapter 10 runs each through :func:`companion.configs.config_extension`,
+fetched). Chapter 10 runs each through :func:`companion.configs.applied.config_extension`,
 and prints the sources as short links (:func:`source_links`).
 """
 from __future__ import annotations
@@ -84,7 +84,7 @@ def source_link(source: Annotated[str, Text(nonempty=True)]) -> str:
     Parameters
     ----------
     source : str
-        A source as :attr:`PublishedConfig.sources` holds them.
+        A source as ``PublishedConfig.sources`` holds them.
     """
     def address(match: re.Match) -> str:
         url = match.group(0).rstrip(".,;)")

@@ -1,7 +1,7 @@
 r"""Reading a checkpoint's ``config.json``: the RoPE settings the library takes from it.
 
 :func:`read_config` turns a configuration (version 4 or 5 of Transformers) into
-:class:`RopeSettings` for one kind of attention layer: the method's keys with the
+:class:`~companion.configs.reading.RopeSettings` for one kind of attention layer: the method's keys with the
 library's defaults applied, the keys the file leaves to its class filled in from
 :func:`model_defaults` (and named), unknown keys listed and warned about, keys that
 change positions outside the frequencies listed in ``effects``. The package's
@@ -169,7 +169,7 @@ class RopeSettings:
 # Reading a configuration
 # ---------------------------------------------------------------------------
 
-#: A ``config.json`` dictionary, or the :class:`RopeSettings` read from one.
+#: A ``config.json`` dictionary, or the :class:`~companion.configs.reading.RopeSettings` read from one.
 Config = Annotated[Mapping, InstanceOf((Mapping, RopeSettings),
                                        "a mapping (the dict of a config.json) or RopeSettings")]
 #: A ``config.json`` dictionary.

@@ -1,4 +1,4 @@
-r"""The rope types the library computes: one :class:`RopeType` each, in :data:`ROPE_PARAMETERS`.
+r"""The rope types the library computes: one ``RopeType`` each, in the registry ``ROPE_PARAMETERS``.
 
 Each entry says which keys a rope type's dictionary needs and may carry, how the
 library fills in its defaults (``resolve``), which values it checks together

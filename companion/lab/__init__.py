@@ -17,7 +17,7 @@ The lab of chapter 9, one module per part:
 - :mod:`companion.lab.provenance` -- the machine, the libraries, the CPU time and memory a run records
 - :mod:`companion.lab.fingerprint` -- a hash of exactly the code the experiments execute
 - :mod:`companion.lab.results` -- the stored results (package data, ``companion/lab/stored``)
-  and :func:`load_results`, the one loader the chapters use
+  and :func:`~companion.lab.results.load_results`, the one loader the chapters use
 - :mod:`companion.lab.claims` -- every claim the chapters make about the results, as a function
   of any set of seeds
 - :mod:`companion.lab.kinds` -- the kinds of parameter only the lab has (models, token tensors, seeds)
