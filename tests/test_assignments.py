@@ -6,7 +6,12 @@ question's answers from the notebook; the solution notebook scores full marks; t
 untouched student notebook scores zero on every autograded question, with a check's
 message (not a crash) for each; and each deliberately wrong answer listed in
 tests/wrong_answers/<lesson>.json, put alone into the solution, loses exactly the
-points of its question, with the expected message, and no other question loses points.
+points of its question, with the expected message, and no other question loses points
+(a case marked ``"public": true`` is a mistake the student's own ``grader.check`` must
+already catch: one of the question's public checks fails). The same file lists honest
+variants (``"honest": true``): other correct answers, at the precision the question
+asks for (a value rounded to the figures it states, float32 where it allows float32, a
+torch version of NumPy code), which must keep full marks.
 
 A lesson's versions are graded in one kernel (the ``graded`` fixture,
 :mod:`tests.support.assignments`); the grader itself, which grades each submission in a
@@ -20,11 +25,12 @@ import zipfile
 
 import nbformat
 import pytest
+import yaml
 
 from bookwork import assignments, myst_markdown
 from bookwork.book_targets import book_targets, page_titles
 from bookwork.grading.classroom import failure_messages
-from tests.support.assignments import ROOT, wrong_answers
+from tests.support.assignments import ROOT, honest_variants, wrong_answers
 
 LESSONS = assignments.all_lessons()
 
@@ -108,8 +114,34 @@ def test_untouched_student_notebook_scores_zero_with_messages(path, graded):
             assert message.startswith("CheckFailed: "), f"{name}: not a check's message: {message}"
 
 
+def public_cases(lesson: str, question: str) -> list[int]:
+    """The numbers otter gives the public checks of ``question`` ("<question> - 2 result"):
+    its test cells count from 1 in the notebook's order, and a hidden one starts with # HIDDEN."""
+    nb = nbformat.read(ROOT / "lessons" / f"{lesson}.ipynb", as_version=4)
+    inside, current, numbers, count = False, None, [], 0
+    for cell in nb.cells:
+        first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+        if cell.cell_type == "raw" and first.startswith("# BEGIN QUESTION"):
+            current = yaml.safe_load("\n".join(cell.source.splitlines()[1:]))["name"]
+        elif cell.cell_type == "raw" and first.startswith(("# BEGIN TESTS", "# END TESTS")):
+            inside, count = first.startswith("# BEGIN"), 0
+        elif inside and cell.cell_type == "code" and current == question:
+            count += 1
+            if not re.match(r"\s*#.*\bhidden\b", first, re.IGNORECASE):
+                numbers.append(count)
+    return numbers
+
+
+def failed_cases(output: str, question: str) -> set[int]:
+    """The numbers of the checks of ``question`` that failed, from otter's summary."""
+    blocks = re.split(rf"^\s*{re.escape(question)} - (\d+) result:\s*$", output, flags=re.MULTILINE)
+    return {int(number) for number, text in zip(blocks[1::2], blocks[2::2]) if "Test case failed" in text}
+
+
 CASES = [pytest.param(path.stem, index, case, id=f"{path.stem}-{case['question']}")
-         for path in LESSONS for index, case in enumerate(wrong_answers(path.stem))]
+         for path in LESSONS for index, case in wrong_answers(path.stem)]
+HONEST = [pytest.param(path.stem, index, case, id=f"{path.stem}-{case['question']}")
+          for path in LESSONS for index, case in honest_variants(path.stem)]
 
 
 @pytest.mark.parametrize("lesson,index,case", CASES)
@@ -123,14 +155,37 @@ def test_wrong_answer_loses_its_points(lesson, index, case, graded):
             assert s["score"] == s["possible"], f"{name} lost points for another question's mistake"
     output = scores[case["question"]]["output"]
     assert case["message"] in output, f"expected {case['message']!r} in:\n{output}"
+    if case.get("public"):
+        public = public_cases(lesson, case["question"])
+        assert public and failed_cases(output, case["question"]) & set(public), \
+            f"no public check of {case['question']} catches it (checks {public} are public):\n{output}"
+
+
+@pytest.mark.parametrize("lesson,index,case", HONEST)
+def test_honest_variant_keeps_full_marks(lesson, index, case, graded):
+    scores = graded[lesson][f"honest-{index}"]
+    assert case["question"] in scores, f"{case['question']} was not graded"
+    for name, s in scores.items():
+        assert s["score"] == s["possible"], f"{name}: an honest variant ({case['why']}) lost points:\n{s['output']}"
 
 
 def test_every_lesson_has_wrong_answers():
     for path in LESSONS:
-        cases = wrong_answers(path.stem)
-        assert cases, f"tests/wrong_answers/{path.stem}.json lists no wrong answer"
+        wrong = [case for _, case in wrong_answers(path.stem)]
+        assert wrong, f"tests/wrong_answers/{path.stem}.json lists no wrong answer"
         autograded = {q.name for q in assignments.read_lesson(path).questions if not q.manual}
-        assert {c["question"] for c in cases} == autograded, "one or more wrong answers for every autograded question"
+        assert {c["question"] for c in wrong} == autograded, "one or more wrong answers for every autograded question"
+        for _, case in honest_variants(path.stem):
+            assert case["question"] in autograded and "message" not in case, case["why"]
+
+
+def test_public_and_failed_checks_are_read_from_the_lesson_and_the_output():
+    """The two readers behind ``"public": true`` are not vacuous: chapter 4's ex-04-mean has
+    one public check and one hidden one, and a failure is found in otter's summary."""
+    assert public_cases("04_alibi", "ex-04-mean") == [1]
+    output = ("ex-04-mean results:\n    ex-04-mean - 1 result:\n        ✅ Test case passed\n\n"
+              "    ex-04-mean - 2 result:\n        ❌ Test case failed\n        Error at line 3\n")
+    assert failed_cases(output, "ex-04-mean") == {2}
 
 
 def test_instructors_page_lists_every_question():

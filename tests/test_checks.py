@@ -150,3 +150,84 @@ def test_numbers_are_never_read_from_text():
     with fails("it is a dict"):
         checks.close("x", {"a": 1}, 0.5)
     checks.close("x", [sp.Rational(1, 2), sp.Float(0.25)], [0.5, 0.25])
+
+
+def test_figures_accept_a_rounded_answer_and_say_how_many_figures_a_close_one_gets():
+    """A question that asks for four significant figures accepts 2.470 and 2.4697 for
+    2.469716 (within one unit of the fourth figure); 2.5 is not close enough, and the
+    message counts the figures it gets right without printing the answer."""
+    checks.close("slowing_20", 2.470, 2.4697162, figures=4)
+    checks.close("slowing_20", 2.4697, 2.4697162, figures=4)
+    checks.close("slowing_20", 2.469, 2.4697162, figures=4)  # cut, not rounded: one unit off
+    with fails(r"^slowing_20: close, but not as precise as asked: it agrees with the right value to 3 "
+               r"significant figures, and the question asks for 4\. It looks rounded"):
+        checks.close("slowing_20", 2.467, 2.4697162, figures=4, show_expected=False)
+    with fails(r"^slowing_20: 2\.5 is not the right value\.$"):
+        checks.close("slowing_20", 2.5, 2.4697162, figures=4, show_expected=False)
+    checks.close("zero", 1e-12, 0.0, figures=4, atol=1e-9)  # atol where the answer is 0
+
+
+def test_a_failure_prints_the_digits_that_differ():
+    """3.428976 against 3.42897593...: six digits would print the same number twice."""
+    with fails(r"Expected 3\.4289759, got 3\.428976\.$"):
+        checks.close("ntk_closed_form", 3.428976, 16 ** (56 / 126), rtol=1e-9)
+    with fails(r"Expected 0\.7071068, got 0\.7071067\.$"):
+        checks.close("x", 0.70710669, 2 ** -0.5, rtol=1e-9, atol=0)
+    with fails(r"^x: expected 0\.707107, got 0\.75\.$"):
+        checks.close("x", 0.75, 2 ** -0.5, rtol=1e-9, atol=0)
+
+
+def test_float32_is_named_when_it_is_what_costs_the_precision():
+    right = 2.0 ** (-np.arange(1, 17) / 2)
+    for low in (right.astype(np.float32), torch.tensor(right, dtype=torch.float32)):
+        with fails(r"agrees with the right values to 7 significant figures.*Your answer is float32"):
+            checks.close("slopes", low, right, rtol=1e-9, atol=0)
+    checks.close("slopes", right.astype(np.float32), right, rtol=1e-6)  # where float32 is enough, it passes
+    computed_in_float32 = np.float64(np.float32(1 / 3))
+    with fails("Look for a small error: a step computed in float32"):
+        checks.close("x", computed_in_float32, 1 / 3, rtol=1e-9, atol=0)
+
+
+def test_without_the_expected_value_a_message_names_the_mistake_only():
+    """show_expected=False: what is wrong (a sign, a power of ten, an order, which entry),
+    never the right value."""
+    cases = [(lambda: checks.close("x", -2.5, 2.5, show_expected=False), "It has the wrong sign", None),
+             (lambda: checks.close("x", 71.75, 0.7175, show_expected=False), "a factor of 10^2", "0.7175"),
+             (lambda: checks.close("x", [3.0, 2.0, 1.0], [1.0, 2.0, 3.0], show_expected=False),
+              "reverse order", None),
+             (lambda: checks.close("x", np.degrees(1.2), 1.2, show_expected=False), "degrees and radians", "1.2"),
+             (lambda: checks.equal("x", [1, 3, 2], [1, 2, 3], show_expected=False),
+              "entry 1 (3) is wrong. It holds the right entries in another order", None),
+             (lambda: checks.equal("x", [(0, 1, 2), (1, 2, 0)], [(0, 1, 2)], show_expected=False),
+              "has 2 entries, more than the right answer", None),
+             (lambda: checks.integer("n", 1, 0, show_expected=False), "1 is not the right answer", None)]
+    for run, part, hidden in cases:
+        with pytest.raises(CheckFailed) as failure:
+            run()
+        assert part in str(failure.value), str(failure.value)
+        if hidden is not None:
+            assert hidden not in str(failure.value).split(":", 1)[1].replace(part, ""), str(failure.value)
+    m = sp.Symbol("m", positive=True)
+    right = 1 / m - sp.Rational(1, 2) + m / 12
+    for wrong, part in ((-right, "wrong sign"), (2 * right, "constant factor"), (right + 1, "constant term"),
+                        (1 / m - sp.Rational(1, 2), "does not simplify to the right one")):
+        with pytest.raises(CheckFailed) as failure:
+            checks.symbolic_equal("mean_expansion", wrong, right, "the expansion", show_expected=False)
+        assert part in str(failure.value) and "12" not in str(failure.value), str(failure.value)
+
+
+def test_whole_numbers_nan_infinity_and_text_fail_with_a_message():
+    assert checks.whole_number("n", 3) == 3 and checks.whole_number("n", np.int64(3)) == 3
+    assert checks.whole_number("n", 3.0) == 3
+    for value, part in (("3", "it is a str"), (True, "it is a bool"), (float("nan"), "got nan"),
+                        (float("inf"), "got inf"), (2.5, "got 2.5"), (None, "no value found")):
+        with fails(part):
+            checks.whole_number("n", value)
+    with fails("contains nan or inf"):
+        checks.close("mae", float("nan"), 1.14, atol=0.05, rtol=0)
+    with fails("holds text"):
+        checks.close("mae", "1.14", 1.14, atol=0.05, rtol=0)
+    with fails("is infinite"):
+        checks.expression("e", sp.oo)
+    with fails("is infinite"):
+        checks.expression("e", float("inf"))

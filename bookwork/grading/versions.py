@@ -13,9 +13,10 @@ only, never for students' submissions. The kernel imports :class:`Versions` from
 by name, which is why this lives in the package and not beside the tests.
 
 The tests grade several versions of every chapter: the solution, the
-untouched student copy, and the solution with one deliberate wrong answer. Graded one
-by one, each would run the whole chapter again, although they differ only in the cells
-of a question.
+untouched student copy, and the solution with one deliberate wrong answer or one honest
+variant (another correct answer, which must keep full marks). Graded one by one, each
+would run the whole chapter again, although they differ only in the cells of a
+question.
 
 :func:`grade_versions` runs them in one kernel, the same way: the code cells that come
 before the first cell where a version differs from the solution are run once for all.

@@ -30,9 +30,20 @@ GRADES = ROOT / "_build" / "grading-cache"
 GRADING_LIBRARIES = ("otter-grader", "nbclient", "ipykernel", "numpy", "torch", "sympy", "matplotlib")
 
 
-def wrong_answers(lesson: str) -> list[dict]:
+def cases(lesson: str) -> list[dict]:
+    """The cases of tests/wrong_answers/<lesson>.json: wrong answers and honest variants."""
     path = WRONG / f"{lesson}.json"
     return json.loads(path.read_text()) if path.exists() else []
+
+
+def wrong_answers(lesson: str) -> list[tuple[int, dict]]:
+    """``(index, case)`` of each wrong answer (a case without ``"honest": true``)."""
+    return [(index, case) for index, case in enumerate(cases(lesson)) if not case.get("honest")]
+
+
+def honest_variants(lesson: str) -> list[tuple[int, dict]]:
+    """``(index, case)`` of each honest variant: another correct answer, which keeps full marks."""
+    return [(index, case) for index, case in enumerate(cases(lesson)) if case.get("honest")]
 
 
 def apply_edits(nb, edits: list[list[str]]):
@@ -58,12 +69,13 @@ class Generated(dict):
 
 def versions(lesson: str, folder: Path) -> dict[str, nbformat.NotebookNode]:
     """The versions of a lesson the tests grade: the solution, the untouched student
-    copy, and for each wrong answer the solution with that answer alone."""
+    copy, and for each wrong answer or honest variant the solution with it alone."""
     solution = folder / "autograder" / f"{lesson}.ipynb"
     found = {"solution": nbformat.read(solution, as_version=4),
              "untouched": nbformat.read(folder / "student" / f"{lesson}.ipynb", as_version=4)}
-    for index, case in enumerate(wrong_answers(lesson)):
-        found[f"wrong-{index}"] = apply_edits(nbformat.read(solution, as_version=4), case["edits"])
+    for index, case in enumerate(cases(lesson)):
+        kind = "honest" if case.get("honest") else "wrong"
+        found[f"{kind}-{index}"] = apply_edits(nbformat.read(solution, as_version=4), case["edits"])
     return found
 
 
