@@ -361,6 +361,51 @@ def test_torch_layer_cache_is_per_length():
     torch.testing.assert_close(b[:, :4], a)
 
 
+def test_torch_layer_rotates_keys_of_another_length_by_their_own_positions():
+    """q and k of unequal lengths (a query block over a longer key cache): each is turned by
+    its own positions 0..n-1, so the key may not reuse the query's tables."""
+    layer = rope_torch.RotaryEmbedding(8)
+    q, k = random(2, 3, 8), random(2, 7, 8)
+    theta = rope.inv_freq(8)
+    for _ in range(2):  # the second call reads the cached tables
+        q_rot, k_rot = layer(torch.tensor(q), torch.tensor(k))
+        np.testing.assert_allclose(q_rot.numpy(), rope.rotate(q, np.arange(3), theta), atol=1e-12, rtol=0)
+        np.testing.assert_allclose(k_rot.numpy(), rope.rotate(k, np.arange(7), theta), atol=1e-12, rtol=0)
+    k_rot, q_rot = layer(torch.tensor(k), torch.tensor(q))  # the longer one first
+    np.testing.assert_allclose(q_rot.numpy(), rope.rotate(q, np.arange(3), theta), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_torch_layer_gives_each_of_q_and_k_tables_in_its_own_dtype(layout):
+    """Equal lengths, different dtypes: each tensor is rotated with cos and sin in its own dtype,
+    so a float64 key keeps float64 accuracy next to a float32 query (float32 tables would be off
+    by about 1e-7), and a float32 key stays float32 next to a float64 query."""
+    layer = rope_torch.RotaryEmbedding(16, layout=layout)
+    x, y = random(5, 16), random(5, 16)
+    m = np.array([3, 70_000, 1_000_003, 9_999_991, 12_345_678])
+    theta = rope.inv_freq(16)
+    for q_dtype, k_dtype in ((torch.float32, torch.float64), (torch.float64, torch.float32)):
+        q_rot, k_rot = layer(torch.tensor(x, dtype=q_dtype), torch.tensor(y, dtype=k_dtype), torch.tensor(m))
+        assert (q_rot.dtype, k_rot.dtype) == (q_dtype, k_dtype)
+        for out, source, dtype in ((q_rot, x, q_dtype), (k_rot, y, k_dtype)):
+            exact = rope.rotate(torch.tensor(source, dtype=dtype).double().numpy(), m, theta, layout)
+            atol = 1e-12 if dtype == torch.float64 else 1e-5
+            np.testing.assert_allclose(out.double().numpy(), exact, atol=atol, rtol=0)
+
+
+def test_torch_layer_gives_each_of_q_and_k_tables_on_its_own_device():
+    """Equal lengths and dtypes on two devices (the CPU and PyTorch's data-less "meta" device):
+    each tensor gets tables on its own device; tables of the other device would be refused."""
+    layer = rope_torch.RotaryEmbedding(8)
+    q = torch.tensor(random(2, 4, 8))
+    q_rot, k_rot = layer(q, torch.empty(2, 4, 8, dtype=torch.float64, device="meta"))
+    assert k_rot.device.type == "meta" and k_rot.shape == (2, 4, 8)
+    np.testing.assert_allclose(q_rot.numpy(), rope.rotate(q.numpy(), np.arange(4), rope.inv_freq(8)), atol=1e-12)
+    meta_rot, cpu_rot = layer(torch.empty(2, 4, 8, dtype=torch.float64, device="meta"), q)
+    assert meta_rot.device.type == "meta"
+    torch.testing.assert_close(cpu_rot, q_rot, rtol=0, atol=0)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_torch_layer_on_cuda_matches_cpu():
     for layout in LAYOUTS:
