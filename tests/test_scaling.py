@@ -259,6 +259,36 @@ def test_scale_one_changes_nothing(method):
     assert f.attention_factor == 1.0
 
 
+@pytest.mark.parametrize("method", [scaling.position_interpolation, scaling.ntk_aware, scaling.dynamic_ntk,
+                                    scaling.yarn, scaling.yarn_code])
+def test_the_default_scale_is_the_trained_length(method):
+    """``s = 1``, every method's default, is the model at the length it was trained for
+    (Chen et al. 2023: PI's ``s = L'/L``; Hugging Face's ``factor`` of 1.0): the
+    frequencies are RoPE's own (Su et al. 2021) and the attention factor is 1."""
+    f = method(D)
+    np.testing.assert_allclose(f.inv_freq, rope.inv_freq(D), rtol=1e-15)
+    assert f.attention_factor == 1.0
+
+
+def test_longrope_at_its_default_scale_uses_the_short_factors_unscaled():
+    """LongRoPE's ``s = 1``: the trained length itself, where Phi-3 and Hugging Face's
+    ``_compute_longrope_parameters`` divide by the *short* factors (the long ones only past
+    ``original_max_position_embeddings``), with the attention factor ``sqrt(1 + ln 1 / ln L) = 1``."""
+    short, long = np.linspace(1.0, 1.2, 64), np.linspace(1.0, 40.0, 64)
+    f = scaling.longrope(D, short_factors=short, long_factors=long)
+    np.testing.assert_allclose(f.inv_freq, rope.inv_freq(D) / short, rtol=1e-15)
+    assert f.attention_factor == 1.0
+
+
+def test_proportional_at_its_default_scale_keeps_the_first_pairs_frequencies():
+    """Proportional RoPE at ``s = 1`` (Gemma 4's global layers, Hugging Face
+    ``_compute_proportional_rope_parameters`` with ``factor`` 1.0): the rotated pairs turn at the
+    whole head's frequencies, the rest not at all."""
+    theta = scaling.proportional(D, 16)
+    np.testing.assert_allclose(theta[:16], rope.inv_freq(D)[:16], rtol=1e-15)
+    assert np.all(theta[16:] == 0.0)
+
+
 @settings(max_examples=40, deadline=None)
 @given(half=st.integers(2, 128), s=st.floats(1.0, 64.0), log_length=st.integers(8, 17),
        method=st.sampled_from(["pi", "ntk", "yarn", "yarn_code", "llama3"]))
