@@ -291,6 +291,7 @@ def qk_rms_norm(x: NonEmptyVectors, eps: NonNegativeReal = 1e-5) -> np.ndarray:
     s = np.max(np.abs(x), axis=-1, keepdims=True)
     s = np.where(s > 0, s, 1.0)
     # x / sqrt(mean_j x_j^2 + eps) = (x/s) / sqrt(mean_j (x_j/s)^2 + eps/s^2)
+    # eps/s^2 taken as (eps/s)/s: s^2 underflows to 0 below about 1e-154, and with eps = 0 that is 0/0
     with np.errstate(over="ignore", divide="ignore"):  # eps/s^2 = inf for tiny s: the result is 0
-        return (x / s) / np.sqrt(np.mean((x / s) ** 2, axis=-1, keepdims=True) + eps / s**2)
+        return (x / s) / np.sqrt(np.mean((x / s) ** 2, axis=-1, keepdims=True) + eps / s / s)
 

@@ -62,10 +62,14 @@ _ANGLES = entries("positions.size * len(inv_freq)", lambda positions, inv_freq: 
 
 def _angles_held(positions, inv_freq, angle_dtype) -> None:
     """The angles ``m theta_i`` fit in ``angle_dtype`` (beyond, their cosines are nan)."""
-    largest = float(np.max(positions, initial=0)) * float(np.max(np.abs(inv_freq)))
-    if largest > torch.finfo(DTYPES[angle_dtype]).max:
+    # each factor is cast to angle_dtype before the product: a frequency it cannot hold is inf
+    # even at position 0, where the product would hide it (0 * inf = nan)
+    position, frequency = float(np.max(positions, initial=0)), float(np.max(np.abs(inv_freq), initial=0))
+    limit = torch.finfo(DTYPES[angle_dtype]).max
+    largest = max(position, frequency, position * frequency)
+    if largest > limit:
         raise ValueError(f"positions and inv_freq must give angles that angle_dtype {angle_dtype} can hold "
-                         f"(at most {torch.finfo(DTYPES[angle_dtype]).max:.4g}), got {largest:.4g}")
+                         f"(at most {limit:.4g}), got {largest:.4g}")
 
 
 def _held_in(*names: str):

@@ -1,6 +1,8 @@
 """companion.layer_plans: per-layer position plans, their masks and their reach."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -91,3 +93,49 @@ def test_llama4_pattern_is_chapter_fives():
 def test_bad_arguments_are_refused_by_name(call):
     with pytest.raises(ValueError, match="must"):
         call()
+
+
+def test_the_plan_builders_use_their_arguments():
+    """Every layer of Gemma 2 and gpt-oss rotates, with the base given; Llama 4 and SmolLM3 leave out every
+    nope_every-th layer's RoPE, and their position-free layers have no base."""
+    for plans, base in ((layer_plans.gemma2(4, base=20_000.0), 20_000.0), (layer_plans.gpt_oss(4, base=30_000.0), 30_000.0)):
+        assert all(p.rope and p.base == base for p in plans)
+    assert [p.rope for p in layer_plans.llama4(4, nope_every=2)] == [True, False, True, False]
+    smol = layer_plans.smollm3(4, nope_every=2, base=7.0)
+    assert [p.rope for p in smol] == [True, False, True, False]
+    assert [p.base for p in smol] == [7.0, None, 7.0, None]
+
+
+def test_plans_that_are_not_layer_plans_are_named():
+    with pytest.raises(TypeError, match=r"^plans must hold LayerPlan entries only, one per layer, got str$"):
+        layer_plans.cached_keys([layer_plans.LayerPlan(rope=True), "global"], 8)
+
+
+def test_qk_norm_of_a_zero_vector_without_eps_is_refused_even_in_a_batch():
+    x = np.ones((2, 3, 4))
+    x[1, 2] = 0.0
+    with pytest.raises(ValueError, match=r"^eps must be > 0 when a vector of x is all zeros \(its RMS is 0\), "
+                                         r"got eps = 0.0$"):
+        layer_plans.qk_rms_norm(x, eps=0.0)
+    assert np.isfinite(layer_plans.qk_rms_norm(x)).all()
+
+
+def test_qk_norm_scales_each_vector_by_its_own_size():
+    """A vector of 1e150 and one of 1e-150 in one call, without eps: each has RMS 1 afterwards."""
+    x = np.array([[1e150, -1e150], [1e-150, 1e-150]])
+    np.testing.assert_allclose(layer_plans.qk_rms_norm(x, eps=0.0), [[1.0, -1.0], [1.0, 1.0]], rtol=1e-15)
+
+
+def test_qk_norm_of_a_vector_far_below_eps_is_zero_without_a_warning():
+    """eps / s^2 overflows for s ~ 1e-200: the result is 0 (x is nothing next to eps), and no division warns."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(layer_plans.qk_rms_norm(np.array([1e-200, -1e-200])), [0.0, 0.0])
+
+
+def test_qk_norm_without_eps_of_a_tiny_vector():
+    """Rescaling by s = max |x_j| is there so that no square vanishes (x ~ 1e-300): with eps = 0 a
+    non-zero vector has RMS 1 afterwards, however small."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(layer_plans.qk_rms_norm(np.array([1e-200, 1e-200]), eps=0.0), [1.0, 1.0])

@@ -90,3 +90,13 @@ def test_logn_scale():
 def test_bad_arguments_are_refused_by_name(call):
     with pytest.raises(ValueError, match="must"):
         call()
+
+
+def test_relative_distances_of_three_tokens():
+    np.testing.assert_array_equal(remap.relative_distances(3), [[0, -1, -1], [1, 0, -1], [2, 1, 0]])
+
+
+def test_distances_of_the_wrong_shape_are_refused_with_the_shape_wanted():
+    q, k, theta = rows(0, n=3, d=8)
+    with pytest.raises(ValueError, match=r"^distances must have shape \(n_q, n_k\) = \(3, 3\), got \(2, 3\)$"):
+        remap.remapped_scores(q, k, theta, np.zeros((2, 3)))
