@@ -376,9 +376,14 @@ def test_the_reader_refuses_what_it_does_not_model_by_name():
         configs.read_config(own_code)
     plain = {k: v for k, v in own_code.items() if k not in ("swa_rope_theta", "hybrid_layer_pattern")}
     assert configs.read_config(plain).rotary_dim == 64  # what is left is modelled
-    # qk_rope_head_dim is the rotated size only in a latent-attention file; elsewhere it is the code's own
-    with pytest.raises(ValueError, match=r"^qk_rope_head_dim = 0 must be left out: the file names its own code"):
-        configs.read_config({**plain, "qk_rope_head_dim": 0})
+    # DeepSeek-OCR's language model (its own code) does not use latent attention: its qk_rope_head_dim = 0
+    # decides nothing, and what the file lacks is named
+    ocr = {"model_type": "deepseek_vl_v2", "auto_map": {"AutoConfig": "modeling_deepseekocr.DeepseekOCRConfig"},
+           "hidden_size": 1280, "num_attention_heads": 10, "kv_lora_rank": None, "qk_nope_head_dim": 0,
+           "qk_rope_head_dim": 0, "use_mla": False, "max_position_embeddings": 8192}
+    with pytest.raises(ValueError, match=r"^rope_theta is missing: .*'deepseek_vl_v2' is not one of"):
+        configs.read_config(ocr)
+    assert configs.read_config({**ocr, "rope_theta": 1e4}).head_dim == 128
     # vision encoders and classes without a model in the library
     with pytest.raises(ValueError, match=r"^model_type must be a language model's: 'qwen2_vl_vision' is the vision"):
         configs.read_config({"model_type": "qwen2_vl_vision"})

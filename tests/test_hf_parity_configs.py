@@ -18,16 +18,17 @@ configuration (in code, random weights, nothing downloaded), and the reader must
   softmax ``mscale``, Ministral 3's position-dependent query scale);
 * the library's refusal where the library refuses (Phi-3.5-vision's ``"su"``).
 
-``tests/data/published_configs_2026/`` holds 14 more, of models released in 2025 and 2026,
-gathered before the reader knew what it does not model and first read by the finished
-reader: RoPE switched off (GraniteMoeHybrid's ``position_embedding_type``, Kimi Linear's
-latent attention without RoPE), DeepSeek-V4's second rotary branch, EXAONE 4.0's
-sliding-window pattern, Kimi K2.6's ``kimi_k2`` text model, files that name their own
-code (MiMo-V2.5, MiniMax-M3, Kimi K3) and layer plans (Llama 4 Maverick, Qwen3.6). For each
-the library builds its configuration as ``from_pretrained`` does without the file's own
-code, and the reader must give the frequencies and attention factor of every layer type,
-the layer types and no-RoPE marks of its layer plan, "no rotation" where the library's
-model builds no rotary module, and a refusal naming the key where the library refuses.
+``tests/data/published_configs_2026/`` holds 15 more, of models released in 2025 and 2026,
+14 of them gathered before the reader knew what it does not model and first read by the
+finished reader (DeepSeek-OCR's was added after, for a refusal that names the key deciding
+it): RoPE switched off (GraniteMoeHybrid's ``position_embedding_type``, Kimi Linear's latent
+attention without RoPE), DeepSeek-V4's second rotary branch, EXAONE 4.0's sliding-window
+pattern, Kimi K2.6's ``kimi_k2`` text model, files that name their own code (MiMo-V2.5,
+MiniMax-M3, Kimi K3, DeepSeek-OCR) and layer plans (Llama 4 Maverick, Qwen3.6). For each the
+library builds its configuration as ``from_pretrained`` does without the file's own code,
+and the reader must give the frequencies and attention factor of every layer type, the
+layer types and no-RoPE marks of its layer plan, "no rotation" where the library's model
+builds no rotary module, and a refusal naming the key where the library refuses.
 
 The closed world: every model type of the library, read from its name alone, either
 agrees with the library's own rotary module, reads as "no rotation" where the library
@@ -501,10 +502,10 @@ def test_a_2025_26_configuration_reads_as_the_library_builds_it(name):
     except LookupError:
         text = file.get("text_config")
         if not (isinstance(text, dict) and text.get("model_type") in transformers.CONFIG_MAPPING):
-            with pytest.raises(ValueError, match="must be left out: the file names its own code"):
-                configs.read_config(file)
-            with pytest.raises(ValueError, match="must be left out: the file names its own code"):
-                configs.layer_plan(file)
+            for read in (configs.read_config, configs.layer_plan):
+                with pytest.raises(ValueError) as refusal:
+                    read(file)
+                assert re.match(r"\w+ (=|is|must)", str(refusal.value)), refusal.value  # it names the key
             return
         # its own top-level code, and a language model the library ships: compared with that class
         text_config = built_by_the_library(text)
@@ -548,6 +549,8 @@ def test_the_2025_26_files_cover_the_classes_the_reader_was_wrong_on():
     # layer plans: 36 of Llama 4 Maverick's 48 layers rotate; 48 of EXAONE 4.0's 64 (its sliding-window layers)
     assert found["llama-4-maverick"] == ("rotating", 36) and found["exaone-4.0-32b"] == ("rotating", 48)
     assert found["deepseek-v4-flash"] == ("rotating", 43) and found["qwen3.6-35b-a3b"] == ("rotating", 10)
+    # DeepSeek-OCR's own code without latent attention: refused for the base its file leaves to that code
+    assert found["deepseek-ocr"] == ("refused", "rope_theta")
 
 
 def test_every_2025_26_file_has_a_source_with_a_commit():
@@ -556,4 +559,4 @@ def test_every_2025_26_file_has_a_source_with_a_commit():
     for name, source in SOURCES_2026.items():
         assert len(source["commit"]) == 40 and int(source["commit"], 16) >= 0, name
         assert source["repository"].count("/") == 1 and source["path"] and source["model"], name
-        assert source["released"] in ("2025", "2026") and source["copy"], name
+        assert source["released"] in ("2025", "2026") and source["copy"] and source["gathered"], name

@@ -52,6 +52,8 @@ MODELLED_KEYS = frozenset({
     "global_head_dim", "rotary_dim", "rotary_emb_base", "rotary_pct", "qk_rope_head_dim", "qk_nope_head_dim",
     "rope_interleave", "mrope_section", "mrope_interleaved", "mla_use_nope",
 })
+# The sizes of multi-head latent attention's rotated and unrotated parts.
+_LATENT_KEYS = frozenset({"qk_rope_head_dim", "qk_nope_head_dim"})
 # DeepSeek-V4's second rotary branch: its compressed layers' base and which layers are compressed.
 _DEEPSEEK_V4 = "deepseek_v4"
 _DEEPSEEK_V4_KEYS = frozenset({"compress_rope_theta", "compress_ratios"})
@@ -390,9 +392,11 @@ def _closed_world(config: Mapping, text: Mapping, model_type: str | None) -> Non
     it applies for that class), and so must a position key whose class default is set (the
     class would apply it to a file without it). A file that names its own code (``auto_map``)
     is read as the library's class only when every key of it whose name is one of positions
-    (the table's ``position_vocabulary``) is modelled: ``qk_rope_head_dim`` only in a
-    multi-head latent attention file (``kv_lora_rank``), ``mla_use_nope`` only where it agrees
-    with the class (:func:`_mla_without_rope`). A model type whose class rotates by code the
+    (the table's ``position_vocabulary``) is modelled; the sizes of latent attention
+    (``qk_rope_head_dim``, ``qk_nope_head_dim``) count only in a latent-attention file
+    (``kv_lora_rank`` set: DeepSeek-OCR's language model, ``use_mla: false``, reads neither),
+    and ``mla_use_nope`` is modelled only where it agrees with the class
+    (:func:`_mla_without_rope`). A model type whose class rotates by code the
     table cannot read is refused, and so are the vision, audio and video encoders of
     multimodal classes and the types the library ships no model for.
     """
@@ -430,9 +434,10 @@ def _closed_world(config: Mapping, text: Mapping, model_type: str | None) -> Non
     code = _custom_code(config)
     if code:
         vocabulary = re.compile(table["position_vocabulary"])
+        # a latent-attention size in a file without latent attention (DeepSeek-OCR's use_mla: false) is not read
         mla = "kv_lora_rank" in present or (entry or {}).get("head_dim_rule") == "qk_rope_head_dim"
-        unmodelled = sorted(key for key in present if vocabulary.search(key)
-                            and (key not in modelled or (key == "qk_rope_head_dim" and not mla)))
+        unmodelled = sorted(key for key in present if vocabulary.search(key) and key not in modelled
+                            and not (key in _LATENT_KEYS and not mla))
         if unmodelled:
             it = "it" if len(unmodelled) == 1 else "them"
             raise ValueError(f"{_shown(unmodelled, text)} must be left out: the file names its own code (auto_map: "
