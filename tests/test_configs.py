@@ -212,6 +212,11 @@ def test_float32_angle_error_grows_with_the_position():
     assert np.isinf(precision.angle_error([70000], theta, "float16")).any()
     assert precision.angle_error([100_001], theta, "bfloat16").max() > 1.0   # the position itself rounds
     assert precision.angle_error(m, theta, "float64").max() < 1e-9
+    # the bound is not the error: theta_0 = 1 times an integer below 2^24 is exact in float32, and the worst pair
+    # at 131071 is pair 2, at about a quarter of its own bound (companion.precision's docstring)
+    per_pair = precision.angle_error(m, theta, "float32")
+    assert np.all(per_pair[:, 0] == 0) and per_pair[2].argmax() == 2
+    assert round(per_pair[2, 2], 4) == 0.0028 and 0.2 < per_pair[2, 2] / (2.0 ** -23 * m[2] * theta[2]) < 0.3
 
 
 def test_tables_and_scores_in_low_precision():
