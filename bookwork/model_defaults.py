@@ -30,7 +30,9 @@ parameters, and writes them as package data for :mod:`companion.configs`:
   axes (Qwen3-VL's ``self.mrope_section[dim] * 3``) rather than cut sections, and which
   reorder the frequencies before giving them to the axes (ERNIE 4.5-VL's ``inv_freq_3d``),
   and whose attention rotates only in its sliding-window layers (Cohere 2, EXAONE 4:
-  ``apply_rotary_pos_emb`` under ``if self.sliding_window ...``).
+  ``apply_rotary_pos_emb`` under ``if self.sliding_window ...``), and of those, which
+  rotate every layer when the file sets no window (EXAONE 4's ``if self.sliding_window
+  is None or self.is_sliding``; Cohere 2's layers then rotate none).
 
 **The closed world.** A reader that knows what it does not model needs, for each model
 type, the keys of a ``config.json`` that the library reads for positions. They are found
@@ -93,7 +95,9 @@ MODEL_CODE = {"softmax_mscale": ("mscale_all_dim",), "query_scale": ("llama_4_sc
               "rope_only_sliding": ("if self.sliding_window is not None:\n            query_states, key_states = "
                                     "apply_rotary_pos_emb",
                                     "if self.sliding_window is None or self.is_sliding:\n            "
-                                    "query_states, key_states = apply_rotary_pos_emb")}
+                                    "query_states, key_states = apply_rotary_pos_emb"),
+              "rope_without_window": ("if self.sliding_window is None or self.is_sliding:\n            "
+                                      "query_states, key_states = apply_rotary_pos_emb",)}
 #: Names of configuration keys that bear on positions (a key is a position key of a class when its class or
 #: modelling code reads it and its name matches).
 POSITION_VOCABULARY = (r"rope|rotary|theta|nope|position_embedding_type|mrope|^layer_types$"

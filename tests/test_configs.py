@@ -360,6 +360,14 @@ def test_layer_plan_derives_layer_kinds_as_the_class_does():
             configs.layer_plan({**exaone, "sliding_window_pattern": pattern})
     with pytest.raises(ValueError, match="sliding_window must not be null"):
         configs.layer_plan({**exaone, "sliding_window": None})
+    # without a window, EXAONE 4's class rotates every layer (if sliding_window is None or is_sliding), Cohere 2's none
+    types = (["sliding_attention"] * 3 + ["full_attention"]) * 2
+    no_window = {**exaone, "sliding_window": None, "layer_types": types}
+    assert all(layer.settings is not None for layer in configs.layer_plan(no_window))
+    cohere2 = {"model_type": "cohere2", "head_dim": 128, "num_hidden_layers": 8, "rope_theta": 5e4,
+               "sliding_window": None, "layer_types": types}
+    assert all(layer.settings is None for layer in configs.layer_plan(cohere2))
+    assert configs.read_config(cohere2).rope_type == "none"
     # Llama 4 Maverick's 48 layers: no_rope_layer_interval 4 (the class's default) leaves 36 with RoPE
     maverick = {"model_type": "llama4", "text_config": {"model_type": "llama4_text", "head_dim": 128,
                                                         "num_hidden_layers": 48, "rope_theta": 5e5}}

@@ -24,7 +24,6 @@ from .reading import (
     LayerType,
     RopeSettings,
     _layer_types,
-    _model_code,
     _quietly,
     _rope_dictionary_or_none,
     _settings,
@@ -206,7 +205,8 @@ def layer_plan(config: ConfigFile) -> tuple[LayerRope, ...]:
     it 0 (Llama 4, SmolLM3: every fourth layer, from ``no_rope_layer_interval`` when the file
     gives no marks), when its entry of a dictionary nested by layer type is null, or when its
     class rotates only in sliding-window layers and it is not one (Cohere 2, EXAONE 4; Yang
-    et al. 2025's RNoPE-SWA). The others get :func:`~companion.configs.reading.read_config`
+    et al. 2025's RNoPE-SWA; without a window, EXAONE 4's class rotates every layer and
+    Cohere 2's none). The others get :func:`~companion.configs.reading.read_config`
     for their layer type (its own base, head size and method; DeepSeek-V4's branch). The
     layer types are the file's, or those its class derives from a pattern key
     (``sliding_window_pattern``, ``full_attention_interval``, DeepSeek-V4's
@@ -218,12 +218,11 @@ def layer_plan(config: ConfigFile) -> tuple[LayerRope, ...]:
     nothing = _why_nothing_rotates(top, model_type)
     if nothing:
         return tuple(LayerRope(i, layer_type, None, nothing) for i, layer_type in enumerate(types))
-    only_sliding = model_type in _model_code("rope_only_sliding") and "sliding_attention" in types
     rope_by_type = _rope_dictionary_or_none(top)
     read = {}
     plan = []
     for i, (layer_type, rotates) in enumerate(zip(types, no_rope)):
-        why = _why_no_rope(layer_type, rotates, only_sliding, rope_by_type)
+        why = _why_no_rope(layer_type, rotates, model_type, top, rope_by_type)
         if why:
             plan.append(LayerRope(i, layer_type, None, why))
             continue

@@ -256,7 +256,7 @@ def read_config(config: ConfigFile, layer_type: LayerType | None = None) -> Rope
     """
     top, model_type, filled = _with_class_defaults(config)
     types, _ = _layer_types(top, model_type, filled, strict=False)
-    why = _why_nothing_rotates(top, model_type) or _why_layer_type_rotates_nothing(layer_type, model_type, types)
+    why = _why_nothing_rotates(top, model_type) or _why_layer_type_rotates_nothing(layer_type, model_type, top)
     if why:
         return _without_rotation(top, model_type, layer_type, why, filled)
     source, entry = _rope_dictionary(top, layer_type, model_type, filled, types)
@@ -493,11 +493,16 @@ def _why_nothing_rotates(top: Mapping, model_type: str | None) -> str:
     absolute, relative, ALiBi or no positions; Kimi Linear), or a switch in the file turns
     its rotation off (``rotary_switch``: GraniteMoeHybrid's ``position_embedding_type``
     other than ``"rope"``, Falcon's ``alibi``, Zamba 2's ``use_mem_rope``), the file's value
-    or else the class's default.
+    or else the class's default, or the file sets no window for a class that rotates only
+    its sliding-window layers (Cohere 2's: ``if self.sliding_window is not None``).
     """
     table = _defaults_table()
     if model_type in table["no_rotary"]:
         return f"{_class_name(model_type)} builds no rotary module: its attention takes no rotary positions"
+    if (model_type in _model_code("rope_only_sliding") and _without_window(top)
+            and model_type not in _model_code("rope_without_window")):
+        return (f"sliding_window = None: {_class_name(model_type)} rotates only in its sliding-window layers, and "
+                f"without a window no layer is one")
     switch = table["model_types"].get(model_type, {}).get("rotary_switch")
     if switch is not None:
         value = top[switch["key"]] if switch["key"] in top else switch["default"]
@@ -515,17 +520,22 @@ def _has_attention(kind: str) -> bool:
     return kind != "linear_attention" and ("attention" in kind or "hybrid" in kind)
 
 
-def _why_layer_type_rotates_nothing(layer_type: str | None, model_type: str | None, types: list) -> str:
+def _why_layer_type_rotates_nothing(layer_type: str | None, model_type: str | None, top: Mapping) -> str:
     """Why layers of ``layer_type`` rotate nothing, or ``""``: no attention, or a class that rotates only its
-    sliding-window layers."""
+    sliding-window layers (and it is not one; EXAONE 4's class rotates every layer of a file without a window)."""
     if layer_type is None or (model_type == _DEEPSEEK_V4 and layer_type in ("main", "compress")):
         return ""
     if not _has_attention(layer_type):
         return f"a {layer_type} layer has no attention to rotate"
     if (model_type in _model_code("rope_only_sliding") and layer_type != "sliding_attention"
-            and "sliding_attention" in types):
+            and not (_without_window(top) and model_type in _model_code("rope_without_window"))):
         return "its class rotates only in the sliding-window layers"
     return ""
+
+
+def _without_window(top: Mapping) -> bool:
+    """Whether the file sets ``sliding_window`` to null (its class's default is a window otherwise)."""
+    return "sliding_window" in top and top["sliding_window"] is None
 
 
 def _library_type(config: Mapping, model_type: str, filled: list) -> str:
@@ -936,17 +946,13 @@ def _layout_effects(top: Mapping, model_type: str | None) -> tuple:
                            "rotate(layout='adjacent')"),)
 
 
-def _why_no_rope(layer_type: str | None, rotates, only_sliding: bool, rope_by_type: dict) -> str:
+def _why_no_rope(layer_type: str | None, rotates, model_type: str | None, top: Mapping, rope_by_type: dict) -> str:
     """Why a layer rotates nothing, or ``""`` when it rotates."""
-    if layer_type is not None and not _has_attention(layer_type):
-        return f"a {layer_type} layer has no attention to rotate"
     if not rotates:
         return "no_rope_layers marks it 0: attention without positions"
-    if only_sliding and layer_type != "sliding_attention":
-        return "its class rotates only in the sliding-window layers"
     if layer_type in rope_by_type and rope_by_type[layer_type] is None:
         return "its entry of rope_parameters is null"
-    return ""
+    return _why_layer_type_rotates_nothing(layer_type, model_type, top)
 
 
 def _rope_dictionary_or_none(top: dict) -> dict:
