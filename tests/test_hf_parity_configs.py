@@ -155,6 +155,25 @@ def test_frequencies_and_attention_factor_of_every_layer_type(name):
     assert checked >= 1
 
 
+@pytest.mark.parametrize("name", READABLE)
+def test_the_layer_plan_of_every_file_is_the_library_s(name):
+    """Every layer of every readable file: its type and its no-RoPE mark as the library's configuration sets them,
+    and the settings of its layer type."""
+    file = published(name)
+    text_config = library_text_config(file)
+    plan = quiet(lambda: configs.layer_plan(file))
+    assert len(plan) == text_config.num_hidden_layers
+    if any(layer.layer_type is not None for layer in plan):
+        assert [layer.layer_type for layer in plan] == list(text_config.layer_types)
+    if getattr(text_config, "no_rope_layers", None):
+        assert [layer.settings is not None for layer in plan] == [bool(m) for m in text_config.no_rope_layers]
+    for layer in plan:
+        if layer.settings is not None:
+            alone = quiet(lambda layer=layer: configs.read_config(file, layer.layer_type))
+            assert np.array_equal(configs.frequencies_at(layer.settings, 16).inv_freq,
+                                  configs.frequencies_at(alone, 16).inv_freq)
+
+
 @pytest.mark.parametrize("name", ["qwen2.5-vl-7b-instruct", "qwen3-vl-8b-instruct", "glm-4.5v", "qwen3.5-4b"])
 def test_mrope_tables_on_a_mixed_position_grid(name):
     file = published(name)
