@@ -213,6 +213,11 @@ def test_float32_angle_error_grows_with_the_position():
     assert np.isinf(precision.angle_error([70000], theta, "float16")).any()
     assert precision.angle_error([100_001], theta, "bfloat16").max() > 1.0   # the position itself rounds
     assert precision.angle_error(m, theta, "float64").max() < 1e-9
+    # the bound is not the error: theta_0 = 1 times an integer below 2^24 is exact in float32, and the worst pair
+    # at 131071 is pair 2, at about a quarter of its own bound (companion.precision's docstring)
+    per_pair = precision.angle_error(m, theta, "float32")
+    assert np.all(per_pair[:, 0] == 0) and per_pair[2].argmax() == 2
+    assert round(per_pair[2, 2], 4) == 0.0028 and 0.2 < per_pair[2, 2] / (2.0 ** -23 * m[2] * theta[2]) < 0.3
 
 
 def test_tables_and_scores_in_low_precision():
@@ -395,13 +400,122 @@ def test_layer_plan_of_a_class_that_rotates_only_in_its_sliding_layers():
     assert "sliding-window" in plan[3].why and plan[0].settings.base == 5e4
 
 
-def test_layer_plan_refuses_a_class_that_derives_its_layer_kinds():
+def test_layer_plan_derives_layer_kinds_as_the_class_does():
     # Qwen3-Next's class derives linear and full attention layers from full_attention_interval
     qwen3_next = {"model_type": "qwen3_next", "head_dim": 256, "num_hidden_layers": 8,
                   "rope_theta": 1e7, "partial_rotary_factor": 0.25, "full_attention_interval": 4}
     assert configs.read_config(qwen3_next).rotary_dim == 64  # one layer type's settings are known
-    with pytest.raises(ValueError, match="layer_types must be given.*qwen3_next"):
-        configs.layer_plan(qwen3_next)
+    plan = configs.layer_plan(qwen3_next)
+    assert [layer.layer_type for layer in plan] == (["linear_attention"] * 3 + ["full_attention"]) * 2
+    assert [layer.settings is None for layer in plan] == [True, True, True, False] * 2
+    assert configs.read_config(qwen3_next, "linear_attention").rope_type == "none"
+    # EXAONE 4: sliding_window_pattern 4 (its class's rule), RoPE only in the sliding-window layers
+    exaone = {"model_type": "exaone4", "head_dim": 128, "num_hidden_layers": 8, "rope_theta": 1e6,
+              "sliding_window": 4096, "sliding_window_pattern": 4}
+    assert [layer.settings is None for layer in configs.layer_plan(exaone)] == [False, False, False, True] * 2
+    for pattern, message in (("LLLG", "sliding_window_pattern must be a whole number"), (0, "fails on 0")):
+        with pytest.raises(ValueError, match=message):
+            configs.layer_plan({**exaone, "sliding_window_pattern": pattern})
+    with pytest.raises(ValueError, match="sliding_window must not be null"):
+        configs.layer_plan({**exaone, "sliding_window": None})
+    # without a window, EXAONE 4's class rotates every layer (if sliding_window is None or is_sliding), Cohere 2's none
+    types = (["sliding_attention"] * 3 + ["full_attention"]) * 2
+    no_window = {**exaone, "sliding_window": None, "layer_types": types}
+    assert all(layer.settings is not None for layer in configs.layer_plan(no_window))
+    cohere2 = {"model_type": "cohere2", "head_dim": 128, "num_hidden_layers": 8, "rope_theta": 5e4,
+               "sliding_window": None, "layer_types": types}
+    assert all(layer.settings is None for layer in configs.layer_plan(cohere2))
+    assert configs.read_config(cohere2).rope_type == "none"
+    # Llama 4 Maverick's 48 layers: no_rope_layer_interval 4 (the class's default) leaves 36 with RoPE
+    maverick = {"model_type": "llama4", "text_config": {"model_type": "llama4_text", "head_dim": 128,
+                                                        "num_hidden_layers": 48, "rope_theta": 5e5}}
+    plan = configs.layer_plan(maverick)
+    assert sum(layer.settings is not None for layer in plan) == 36 and plan[3].settings is None
+    assert "no_rope_layers" in plan[3].why
+
+
+def test_the_reader_refuses_what_it_does_not_model_by_name():
+    # a key the library's class reads for positions that the reader does not model
+    with pytest.raises(ValueError, match=r"^layer_rope_theta = .* must be left out: .*GraniteSWAConfig .* does not"):
+        configs.read_config({"model_type": "granite_swa", "layer_rope_theta": [1e4] * 24})
+    # a file that names its own code: every key whose name is one of positions must be modelled
+    own_code = {"model_type": "mimo_v2", "auto_map": {"AutoConfig": "configuration_mimo_v2.MiMoV2Config"},
+                "head_dim": 192, "rope_theta": 1e7, "swa_rope_theta": 1e4, "hybrid_layer_pattern": [0, 1, 1, 0],
+                "partial_rotary_factor": 0.334}
+    with pytest.raises(ValueError, match=r"^hybrid_layer_pattern = \[0, 1, 1, 0\], swa_rope_theta = 10000.0 must be "
+                                         r"left out: the file names its own code"):
+        configs.read_config(own_code)
+    plain = {k: v for k, v in own_code.items() if k not in ("swa_rope_theta", "hybrid_layer_pattern")}
+    assert configs.read_config(plain).rotary_dim == 64  # what is left is modelled
+    # DeepSeek-OCR's language model (its own code) does not use latent attention: its qk_rope_head_dim = 0
+    # decides nothing, and what the file lacks is named
+    ocr = {"model_type": "deepseek_vl_v2", "auto_map": {"AutoConfig": "modeling_deepseekocr.DeepseekOCRConfig"},
+           "hidden_size": 1280, "num_attention_heads": 10, "kv_lora_rank": None, "qk_nope_head_dim": 0,
+           "qk_rope_head_dim": 0, "use_mla": False, "max_position_embeddings": 8192}
+    with pytest.raises(ValueError, match=r"^rope_theta is missing: .*'deepseek_vl_v2' is not one of"):
+        configs.read_config(ocr)
+    assert configs.read_config({**ocr, "rope_theta": 1e4}).head_dim == 128
+    # vision encoders and classes without a model in the library
+    with pytest.raises(ValueError, match=r"^model_type must be a language model's: 'qwen2_vl_vision' is the vision"):
+        configs.read_config({"model_type": "qwen2_vl_vision"})
+
+
+def test_no_rotation_is_an_answer():
+    # GraniteMoeHybrid builds no rotary module unless position_embedding_type is "rope"
+    granite = {"model_type": "granitemoehybrid", "hidden_size": 768, "num_attention_heads": 12,
+               "num_hidden_layers": 4, "layer_types": ["mamba", "attention", "mamba", "mamba"],
+               "position_embedding_type": "nope", "rope_theta": 10000}
+    nothing = configs.read_config(granite)
+    assert (nothing.rope_type, nothing.rotary_dim, nothing.head_dim) == ("none", 0, 64)
+    assert "position_embedding_type = 'nope'" in nothing.why
+    freqs = configs.frequencies_at(granite, 100)
+    x = np.random.default_rng(0).normal(size=(3, 64))
+    assert freqs.inv_freq.size == 0 and np.array_equal(configs.rotate(x, [5, 6, 7], freqs), x)
+    assert all(layer.settings is None for layer in configs.layer_plan(granite))
+    assert configs.read_config({**granite, "position_embedding_type": "rope"}).rope_type == "default"
+    with pytest.raises(ValueError, match="config must rotate something.*position_embedding_type = 'nope'"):
+        configs.config_extension(granite, 8192, 4096)
+    # Kimi Linear: the library's class builds no rotary module, and the file's own flag agrees
+    kimi = {"model_type": "kimi_linear", "auto_map": {"AutoConfig": "configuration_kimi.KimiLinearConfig"},
+            "mla_use_nope": True, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+            "rope_theta": 10000.0, "num_hidden_layers": 4}
+    assert "builds no rotary module" in configs.read_config(kimi).why
+    with pytest.raises(ValueError, match="^mla_use_nope = False must agree .* the model's own code rotates"):
+        configs.read_config({**kimi, "mla_use_nope": False})
+    with pytest.raises(ValueError, match="^mla_use_nope = True must agree .* while the library's DeepseekV3Config"):
+        configs.read_config({**kimi, "model_type": "deepseek_v3"})
+
+
+def test_deepseek_v4_reads_its_two_rotary_branches():
+    v4 = {"model_type": "deepseek_v4", "head_dim": 512, "qk_rope_head_dim": 64, "num_hidden_layers": 6,
+          "max_position_embeddings": 1048576, "rope_theta": 10000, "compress_rope_theta": 160000,
+          "compress_ratios": [0, 0, 4, 128, 4, 0, 4],
+          "rope_scaling": {"type": "yarn", "factor": 16, "beta_fast": 32, "beta_slow": 1,
+                           "original_max_position_embeddings": 65536}}
+    main, compress = (configs.read_config(v4, branch) for branch in ("main", "compress"))
+    assert (main.rope_type, main.base, main.rotary_dim) == ("default", 10000, 64)
+    assert (compress.rope_type, compress.base, compress.rotary_dim) == ("yarn", 160000, 64)
+    assert configs.frequencies_at(compress, 16).attention_factor == 1.0  # the class sets it, not 0.1 ln 16 + 1
+    plan = configs.layer_plan(v4)
+    assert [layer.layer_type for layer in plan] == ["sliding_attention"] * 2 + [
+        "compressed_sparse_attention", "heavily_compressed_attention", "compressed_sparse_attention",
+        "sliding_attention"]
+    assert [layer.settings.base for layer in plan] == [10000, 10000, 160000, 160000, 160000, 10000]
+    with pytest.raises(ValueError, match="nested by rotary branch .*: pass layer_type"):
+        configs.read_config(v4)
+
+
+def test_a_text_config_variant_is_read_as_the_library_renames_it():
+    # Kimi K2.5's class reads its text_config's model_type "kimi_k2" as "deepseek_v3"
+    kimi = {"model_type": "kimi_k25", "text_config": {
+        "model_type": "kimi_k2", "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "kv_lora_rank": 512,
+        "rope_theta": 50000.0, "max_position_embeddings": 262144,
+        "rope_scaling": {"type": "yarn", "factor": 64.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                         "original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0}}}
+    settings = configs.read_config(kimi)
+    assert settings.model_type == "deepseek_v3" and any("read as 'deepseek_v3'" in n for n in settings.filled_in)
+    assert configs.softmax_scale_factor(settings) == pytest.approx((0.1 * np.log(64) + 1) ** 2, rel=1e-12)
+    assert [e.key for e in settings.effects] == ["mscale_all_dim", "rope_interleave"]
 
 
 def test_scales_outside_the_frequencies():

@@ -617,6 +617,7 @@ DYNAMIC = {"head_dim": 16, "rope_theta": 1e4, "max_position_embeddings": 4096,
 YARN_AT_3K = configs.frequencies_at(YARN, 3000)
 HYBRID = {"model_type": "qwen3_next", "head_dim": 16, "num_hidden_layers": 4, "rope_theta": 1e7,
           "partial_rotary_factor": 0.5, "layer_types": ["linear_attention"] * 3 + ["full_attention"]}
+NOPE_SWITCH = {"model_type": "granitemoehybrid", "head_dim": 16, "rope_theta": 1e4, "position_embedding_type": "nope"}
 MINISTRAL = {"model_type": "ministral3", "head_dim": 16, "max_position_embeddings": 65536,
              "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
                                  "original_max_position_embeddings": 16384, "llama_4_scaling_beta": 0.1}}
@@ -1090,6 +1091,9 @@ EXAMPLES: dict[str, Example] = {
         Case('layer type of a flat dictionary', {'layer_type': 'full_attention'}),
         Case('Gemma 3 local layers', {'config': GEMMA, 'layer_type': 'sliding_attention'},
              lambda r: (r.rope_type, r.base) == ('default', 10000.0)),
+        Case('a position key the class reads and the reader does not model',
+             {'config': {**YARN, 'model_type': 'granite_swa', 'layer_rope_theta': [1e4]}}, names=('layer_rope_theta',)),
+        Case('RoPE switched off', {'config': NOPE_SWITCH}, lambda r: (r.rope_type, r.rotary_dim) == ('none', 0)),
     ]),
     "configs.frequencies_at": Example(configs.frequencies_at, dict(config=YARN, seq_len=3000, layer_type=None), [
         Case('settings instead of the dictionary', {'config': configs.read_config(YARN)},
@@ -1109,6 +1113,7 @@ EXAMPLES: dict[str, Example] = {
     "configs.config_extension": Example(
         configs.config_extension, dict(config=YARN, context=8192, trained_length=2048, layer_type=None), [
         Case('context shorter than training', {'context': 1000}),
+        Case('a configuration that rotates nothing', {'config': NOPE_SWITCH}, names=('config',)),
     ]),
     "configs.published": Example(configs.published, dict(name='Llama 2 7B')),
     "pair_usage.aimed_scores": Example(pair_usage.aimed_scores, dict(
@@ -1133,7 +1138,11 @@ EXAMPLES: dict[str, Example] = {
              names=('no_rope_layers',)),
         Case('layer_types of the wrong length', {'config': {**HYBRID, 'layer_types': ['full_attention']}},
              names=('layer_types',)),
-        Case('layer kinds left to the class', {'config': {k: v for k, v in HYBRID.items() if k != 'layer_types'}},
+        Case('layer kinds derived by the class from full_attention_interval',
+             {'config': {k: v for k, v in HYBRID.items() if k != 'layer_types'}},
+             lambda r: r == [('linear_attention', True)] * 3 + [('full_attention', False)]),
+        Case('layer kinds left to a class whose rule is not modelled',
+             {'config': {**{k: v for k, v in HYBRID.items() if k != 'layer_types'}, 'model_type': 'qwen4_exp_text'}},
              names=('layer_types',)),
     ]),
     "configs.query_scale": Example(configs.query_scale, dict(config=MINISTRAL, positions=[0, 16384, 40000]), [
