@@ -18,16 +18,19 @@ by ``index_n_heads^{-1/2}``; positive constants, which select the same keys.
 
 **Compressed attention** (Transformers' ``models/deepseek_v4``, DeepSeek-V4): besides a
 sliding window of ``sliding_window`` keys, the ``compressed_sparse_attention`` and
-``heavily_compressed_attention`` layers attend to *entries* that each summarise
-``m`` consecutive tokens (``compress_rates``: 4 and 128). Entry ``i`` pools tokens
-``i m .. i m + m - 1`` with weights ``softmax_j(Z_j + B_j)`` per channel, ``B`` a
-learned bias for each offset ``j`` inside the window (:func:`pooled_entries`), and is
-rotated as if it stood at position ``i m`` (:func:`entry_positions`); the query at
-``t`` sees it once the whole window is past, ``i < (t + 1) // m``
-(:func:`entry_mask`). So the compressed branches rotate by distances up to the whole
-input, and their RoPE has a base of its own, ``compress_rope_theta`` (160,000 by
-default, against ``rope_theta`` 10,000 for the sliding branch; YaRN only on the
-compressed branches, ``DeepseekV4Config.__post_init__``).
+``heavily_compressed_attention`` layers attend to *entries* that each stand for a
+window of ``m`` consecutive tokens (``compress_rates``: 4 and 128). In a heavily
+compressed layer entry ``i`` pools tokens ``i m .. i m + m - 1`` with weights
+``softmax_j(Z_j + B_j)`` per channel, ``B`` a learned bias for each offset ``j`` inside
+the window (:func:`pooled_entries`; ``DeepseekV4HCACompressor``); in a compressed sparse
+layer an entry pools its own window and the one before, and an indexer picks entries
+(``DeepseekV4CSACompressor``). Either way entry ``i`` is rotated as if it stood at
+position ``i m`` (:func:`entry_positions`), and the query at ``t`` sees it once its
+window is past, ``i < (t + 1) // m`` (:func:`entry_mask`). So the layers with compressed
+entries rotate by distances up to the whole input, and their RoPE has a base of its own,
+``compress_rope_theta`` (160,000 by default, for the queries, window keys and entries of
+those layers), against ``rope_theta`` (10,000) for the layers that only slide; YaRN only
+on the former (``DeepseekV4Config.__post_init__``).
 
 DeepSeek-V4's attention also uses one vector per token as key *and* value, rotated on
 its trailing ``qk_rope_head_dim`` components. The output then carries the values'

@@ -9,20 +9,26 @@ recomputes the output from the layer's weights in numpy float64:
 * DeepSeek-V3 (``DeepseekV3Attention``): 12 unrotated and 8 rotated components per head,
   one rotated key shared by all heads, ``rope_interleave=True`` (adjacent pairs), YaRN
   factor 4 with ``mscale_all_dim`` 1, whose softmax factor ``(0.1 ln 4 + 1)^2`` comes from
-  ``companion.configs.softmax_scale_factor``. Agreement to 1e-5 (the rotary tables are
-  float32); each of a wrong pair layout, a wrong base and a scale without the factor
-  moves the output by far more, so the test would fail on each;
+  ``companion.configs.softmax_scale_factor``. Agreement to 1e-6 (the library forms its rotary
+  tables and runs the eager softmax in float32); each of a wrong pair layout, a wrong base
+  and a scale without the factor moves the output by more than a hundred times that, so the
+  test would fail on each;
 * the absorbed form (``mla.absorbed_scores``) equals the expanded scores to 1e-12;
 * Kimi Linear (``KimiLinearAttention``): the same latent attention with no rotation
   at all; rotating its key slice would change the output;
 * DeepSeek-V3.2 (``DeepseekV32Attention``, DeepSeek Sparse Attention): the indexer's
   top-k keys (first 8 components turned, split layout) masked into the MLA attention
-  (last 8 components, adjacent layout). Agreement to 1e-5, and the indexer computed in
-  the MLA's layout selects other keys.
+  (last 8 components, adjacent layout). Agreement to 1e-6, and the indexer computed in
+  the MLA's layout selects other keys;
+* the sizes the chapter quotes: ``DeepseekV3Config``'s defaults (128 heads of 128 + 64
+  components, latent 512, values of 128, adjacent pairs) and the released Kimi K2 file
+  (``tests/data/published_configs``: the same slice and latent, 64 heads).
 """
 from __future__ import annotations
 
+import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -235,3 +241,17 @@ def test_deepseek_v32_sparse_attention_equals_companion_with_the_indexer_in_the_
     wrong = sparse.selected_keys(sparse.indexer_scores(q_i, k_i, w_i, theta, "adjacent"), INDEX["index_topk"])
     assert (wrong != chosen).any(axis=-1).sum() >= 3
     assert np.abs(ours(wrong) - theirs).max() > 100 * TOL
+
+
+def test_the_sizes_the_chapter_quotes():
+    defaults = quiet(lambda: DeepseekV3Config())
+    assert (defaults.num_attention_heads, defaults.qk_nope_head_dim, defaults.qk_rope_head_dim,
+            defaults.kv_lora_rank, defaults.v_head_dim, defaults.rope_interleave) == (128, 128, 64, 512, 128, True)
+    assert mla.cache_entries(defaults.kv_lora_rank, defaults.qk_rope_head_dim, defaults.num_attention_heads,
+                             defaults.qk_nope_head_dim, defaults.v_head_dim) == (576, 40960)
+    k2 = json.loads((Path(__file__).resolve().parent / "data" / "published_configs" / "kimi-k2-instruct.json")
+                    .read_text())
+    assert (k2["qk_nope_head_dim"], k2["qk_rope_head_dim"], k2["kv_lora_rank"], k2["num_attention_heads"]) == \
+        (128, 64, 512, 64)
+    v32 = quiet(lambda: DeepseekV32Config())
+    assert (v32.index_head_dim, v32.qk_rope_head_dim, v32.index_topk) == (128, 64, 2048)
