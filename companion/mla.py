@@ -46,7 +46,7 @@ the pairs ``(x_0, x_1), (x_2, x_3), ...`` -- the ``"adjacent"`` layout of
 :mod:`companion.rope` -- and writes the result de-interleaved, which permutes the
 components of ``q`` and ``k`` alike and leaves every dot product unchanged. The
 softmax scale is ``qk_head_dim^{-1/2}`` times ``mscale^2`` for YaRN files that set
-``mscale_all_dim`` (:func:`companion.configs.softmax_scale_factor`). Kimi Linear's
+``mscale_all_dim`` (:func:`companion.configs.applied.softmax_scale_factor`). Kimi Linear's
 MLA layers (``models/kimi_linear``, ``KimiLinearAttention``, "MLA ... with NoPE")
 rotate nothing: pass ``inv_freq`` of zeros.
 
@@ -195,7 +195,7 @@ def attention(q_nope: PerHead, q_rope: PerHead, k_nope: PerHead, k_rope: SharedK
     r"""MLA heads with decoupled RoPE: ``softmax(scale * s) v`` per head, ``s`` from :func:`scores`.
 
     ``scale`` is the softmax scale: ``(qk_nope_head_dim + qk_rope_head_dim)^{-1/2}``
-    times :func:`companion.configs.softmax_scale_factor` of the file (DeepSeek-V3's
+    times :func:`companion.configs.applied.softmax_scale_factor` of the file (DeepSeek-V3's
     ``yarn_get_mscale(factor, mscale_all_dim)^2``). ``v``: ``(heads, n, v_head_dim)``;
     ``mask``: optional boolean ``(n, n)``, ``True`` = may attend. Returns ``(out,
     weights)``, ``(heads, n, v_head_dim)`` and ``(heads, n, n)``.
