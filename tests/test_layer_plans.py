@@ -27,7 +27,8 @@ def test_masks_and_reach():
     assert layer_plans.reach(layer_plans.LayerPlan(rope=True, window=128), 10_000) == 127
     assert layer_plans.reach(layer_plans.LayerPlan(rope=True, chunk=8192), 100) == 99
     assert layer_plans.reach(layer_plans.LayerPlan(rope=False), 100) == 99
-    for plan in (layer_plans.LayerPlan(rope=True, window=5), layer_plans.LayerPlan(rope=True, chunk=4), layer_plans.LayerPlan(rope=True)):
+    for plan in (layer_plans.LayerPlan(rope=True, window=5), layer_plans.LayerPlan(rope=True, chunk=4),
+                 layer_plans.LayerPlan(rope=True)):
         mask = layer_plans.layer_mask(plan, 23)
         i, j = np.nonzero(mask)
         assert (i - j).max() == layer_plans.reach(plan, 23)
@@ -139,3 +140,27 @@ def test_qk_norm_without_eps_of_a_tiny_vector():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_allclose(layer_plans.qk_rms_norm(np.array([1e-200, 1e-200]), eps=0.0), [1.0, 1.0])
+
+
+def test_recurrent_stacks():
+    qwen = layer_plans.qwen3_next(48)
+    assert [not p.recurrent for p in qwen] == [(layer + 1) % 4 == 0 for layer in range(48)]
+    assert all(p.rope and p.base == 1e7 and p.rotary_dim == 64 for p in qwen if not p.recurrent)
+    assert layer_plans.layer_frequencies(qwen[3], 256).size == 32
+    np.testing.assert_allclose(layer_plans.layer_frequencies(qwen[3], 256), rope.inv_freq(64, 1e7), rtol=1e-15)
+    assert layer_plans.cached_keys(qwen, 1000) == 12 * 1000
+    assert layer_plans.longest_rotated_distance(qwen, 262_144) == 262_143
+    kimi = layer_plans.kimi_linear(8)
+    assert layer_plans.longest_rotated_distance(kimi, 10**6) == 0 and layer_plans.cached_keys(kimi, 50) == 100
+    with pytest.raises(ValueError, match="recurrent"):
+        layer_plans.layer_mask(qwen[0], 4)
+    with pytest.raises(ValueError, match="recurrent"):
+        layer_plans.LayerPlan(rope=True, recurrent=True)
+
+
+def test_gemma3_27b_keeps_less_than_one_block_suggests():
+    """62 layers, 10 of them global: 16.8% of a full cache at 128K, not one block's 17.3%."""
+    n = 131_072
+    share = layer_plans.cached_keys(layer_plans.gemma3(62), n) / (62 * n)
+    assert round(share, 3) == 0.168
+    assert round(layer_plans.cached_keys(layer_plans.gemma3(6), n) / (6 * n), 3) == 0.173

@@ -180,3 +180,19 @@ def test_segments_name_what_is_wrong_with_a_text_run_or_a_grid():
 def test_vision_positions_are_integers():
     grid = mrope.vision_positions([2, 4, 4], spatial_merge_size=2, time_interval=1.5)
     assert grid.dtype == np.int64 and grid.shape == (3, 8)
+
+
+def test_time_interval_and_the_two_rules_for_the_text_after_a_video():
+    segments = [3, (8, 4, 4), 2]
+    release, delta = mrope.multimodal_positions(segments, 2, time_interval=4.0)
+    library, library_delta = mrope.multimodal_positions(segments, 2, time_interval=4.0, advance="spatial")
+    assert release[0, 3:3 + 32:4].tolist() == list(range(3, 32, 4))
+    assert release[0, -2:].tolist() == [32, 33] and library[0, -2:].tolist() == [5, 6]
+    assert (delta, library_delta) == (34 - 37, 32 - 37)
+    # images and short videos: the rules agree
+    for short in ([3, (1, 4, 6), 2], [3, (2, 4, 6), 2]):
+        assert np.array_equal(mrope.multimodal_positions(short, 2)[0],
+                              mrope.multimodal_positions(short, 2, advance="spatial")[0])
+    # a fractional interval is floored, as the library's .long()
+    floored, _ = mrope.multimodal_positions([1, (5, 2, 2), 1], 2, time_interval=1.25)
+    assert floored[0, 1:6].tolist() == [1, 2, 3, 4, 6]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from companion import attention, nope, sinks
+from companion import attention, nope, rope, sinks
 
 
 def test_softmax_with_sink_is_the_softmax_of_the_row_with_the_sink_appended():
@@ -109,3 +109,28 @@ def test_one_row_with_nothing_to_attend_to_is_refused():
     with pytest.raises(ValueError, match=r"^scores and sink_logit must leave every row something to attend to$"):
         sinks.softmax_with_sink(scores, np.array([0.0, -np.inf]))
     np.testing.assert_allclose(sinks.softmax_with_sink(scores, np.array([-np.inf, 0.0]))[1], [0.0, 0.0])
+
+
+@pytest.mark.parametrize("n,window,n_sink", [(3, 6, 4), (10, 6, 4), (11, 6, 4), (57, 6, 4), (2000, 16, 1),
+                                             (300, 8, 0)])
+def test_a_cache_of_rotated_keys_gives_streamingllms_scores_with_the_query_turned_twice(n, window, n_sink):
+    rng = np.random.default_rng(n)
+    theta = rope.inv_freq(16, 500.0)
+    k, q = rng.normal(size=(n, 16)), rng.normal(size=16)
+    rotated_once = rope.rotate(k, np.arange(n), theta, "split")
+    expected = sinks.streaming_scores(q, k, window, theta, n_sink)
+    np.testing.assert_allclose(sinks.streaming_scores_cached(q, rotated_once, window, theta, n_sink), expected,
+                               atol=1e-11 * n)
+    # the score of a sink is not the score at its text distance: a single rotation of the query would be wrong
+    if n > n_sink + window and n_sink:
+        naive = rotated_once[:n_sink] @ rope.rotate(q, n - 1, theta, "split")
+        assert np.abs(naive - expected[:n_sink]).max() > 1e-3
+
+
+def test_streaming_scores_follow_their_definition():
+    rng = np.random.default_rng(7)
+    theta = rope.inv_freq(8)
+    k, q = rng.normal(size=(20, 8)), rng.normal(size=8)
+    kept, cache = sinks.streaming_cache(20, 5, 2)
+    expected = [rope.score(q, k[j], cache[-1], c, theta, "split") for j, c in zip(kept, cache)]
+    np.testing.assert_allclose(sinks.streaming_scores(q, k, 5, theta, 2), expected, rtol=1e-12)
