@@ -1483,7 +1483,7 @@ REVISIONS: dict[str, list] = {
 #: that many, :func:`claim_power`), and checked on them (``confirmed``: each claim's verdict there, computed by
 #: the frozen code).
 SECOND_FREEZE: dict = {
-    "commit": None,
+    "commit": "b2b310e5a0d546f0a2c05e51ec8eb8719accf71d",
     "rule": "Three verdicts: a claim holds, fails, or cannot be decided with the seeds at hand (Test.decide); "
             "claims of absence are equivalence claims on pooled contrasts; a verdict is confirmatory only on "
             "seeds the claim was not written from.",
