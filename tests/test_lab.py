@@ -685,6 +685,33 @@ def test_the_power_calculation_that_sized_the_confirmation_run_is_the_one_record
     assert not all(claims.claim_power(v, n - 1) >= claims.POWER for v in monotone)
 
 
+def test_the_headline_reports_the_second_freeze_as_exploratory_until_its_confirmation_run_exists(stored):
+    """Without a confirmation run, a claim of the second freeze is reported with its verdict on the seeds it was
+    written from, as exploratory, frozen for the confirmation seeds; a claim of the first freeze with its verdict
+    on the held-out seeds; a sweep claim on the sweep, exploratory. With a run, the second freeze is judged there."""
+    rows = {row.name: row for row in claims.headline(stored)}
+    assert set(rows) == set(claims.STAGE)
+    for name, row in rows.items():
+        assert row.stage == claims.STAGE[name] and row.written_from == tuple(claims.WRITTEN_FROM[name])
+        if row.stage == "first":
+            assert row.checked_on == tuple(stored.held_out_seeds) == row.frozen_for
+            assert row.verdict.standing == "confirmatory" and row.status == "confirmed"
+        elif row.stage == "second":
+            assert row.checked_on == row.written_from and row.frozen_for == settings.CONFIRMATION_SEEDS
+            assert row.verdict.standing == "exploratory" and row.status == "exploratory"
+        else:
+            assert row.checked_on == row.written_from and row.frozen_for == () and row.status == "exploratory"
+    capped = rows["distance_limit_repairs_rope_text"]      # checked on the control run it was written from
+    assert capped.checked_on == (0, 1, 2, 3, 4) and capped.verdict.mark != "cannot be checked"
+    # given a run at seeds no claim was written from, the second freeze's verdicts there are confirmatory
+    fresh = dataclasses.replace(stored.subset(stored.held_out_seeds),
+                                seeds={s + 100: r for s, r in stored.subset(stored.held_out_seeds).seeds.items()})
+    judged = {row.name: row for row in claims.headline(stored, fresh)}
+    assert judged["p_rope_costs_text_at_L"].checked_on == (105, 106, 107, 108, 109)
+    assert judged["p_rope_costs_text_at_L"].status == "undecided"
+    assert judged["distance_limit_repairs_rope_text"].verdict.mark == "cannot be checked"
+
+
 def test_the_power_of_a_test_follows_its_kind():
     # an interval claim gains power with seeds, an every-seed claim loses it
     mean = claims.Test("mean>", "x", (0.4, 0.6, 0.5, 0.7, 0.3), 0.0)

@@ -35,10 +35,13 @@ verdict on seeds 5-9. The claims restated after that, and the new ones, were
 written from the ten stored seeds (the distance-limit claims from a run of the RoPE
 arms at seeds 0-4), frozen again (:data:`SECOND_FREEZE`) with a number of fresh
 seeds sized by a power calculation (:func:`claim_power`, :func:`confirmation_size`),
-and checked on them (the confirmation run,
-:func:`companion.lab.results.load_confirmation`). :data:`REVISIONS` records every
-change after a freeze, with its evidence; :func:`headline` gives each claim's
-confirmatory verdict, the one the chapters report.
+to be checked on them by the confirmation run (``python -m companion.lab --config
+confirmation``, read by :func:`companion.lab.results.load_confirmation`). Until that
+run is stored, those claims have only their exploratory verdicts. :data:`REVISIONS`
+records every change after a freeze, with its evidence; :func:`headline` gives each
+claim's verdict on the seeds it was frozen to be checked on where they have been
+trained, and its exploratory verdict where they have not: the verdicts the chapters
+report.
 """
 from __future__ import annotations
 
@@ -1480,8 +1483,8 @@ REVISIONS: dict[str, list] = {
 #: The second freeze: the claims restated after the held-out run and the new ones, written from the ten stored
 #: seeds (the distance-limit claims from the RoPE arms at seeds 0-4, ``stored/controls``) and the sweep, frozen
 #: at ``commit`` with the number of fresh seeds the power calculation asked for (``power``: each claim's power on
-#: that many, :func:`claim_power`), and checked on them (``confirmed``: each claim's verdict there, computed by
-#: the frozen code).
+#: that many, :func:`claim_power`), to be checked on them (``confirmed``: each claim's verdict there, computed by
+#: the frozen code; empty until the confirmation run is made).
 SECOND_FREEZE: dict = {
     "commit": "b2b310e5a0d546f0a2c05e51ec8eb8719accf71d",
     "rule": "Three verdicts: a claim holds, fails, or cannot be decided with the seeds at hand (Test.decide); "
@@ -1616,13 +1619,21 @@ def development_records() -> dict:
 
 @dataclass(frozen=True)
 class Standing:
-    """A claim's place in the protocol: ``verdict`` on the seeds it was frozen to be checked on (``checked_on``),
-    and ``status``: ``"confirmed"``, ``"failed"``, ``"undecided"`` or ``"exploratory"`` (never checked on seeds it
-    was not written from)."""
+    """A claim's place in the protocol.
+
+    ``stage``: the freeze its present form belongs to (:data:`STAGE`); ``written_from``:
+    the seeds it was written from; ``frozen_for``: the seeds it was frozen to be checked
+    on (the held-out seeds for the first freeze, the confirmation seeds for the second,
+    none for a sweep claim); ``checked_on``: the seeds ``verdict`` was computed on;
+    ``status``: ``"confirmed"``, ``"failed"`` or ``"undecided"`` for a verdict on seeds
+    the claim was not written from, ``"exploratory"`` for a verdict on seeds it was
+    written from (a claim whose confirmation run has not been made, or a sweep claim).
+    """
 
     name: str
     stage: str
     written_from: tuple
+    frozen_for: tuple
     checked_on: tuple
     verdict: Verdict
     status: str
@@ -1635,29 +1646,35 @@ def _status(verdict) -> str:
 
 
 def headline(stored=None, confirmation=None) -> list[Standing]:
-    """Each claim's confirmatory verdict, the one the chapters report.
+    """Each claim's verdict as the chapters report it: confirmatory where the seeds it was frozen for exist.
 
     A claim of the first freeze is judged on the held-out seeds of the stored run
-    (``stored``, :func:`companion.lab.results.load_results`); one of the second freeze
-    on the confirmation run (``confirmation``, :func:`companion.lab.results.load_confirmation`);
-    a sweep claim, never checked on other seeds, on the sweep (exploratory).
+    (``stored``, :func:`companion.lab.results.load_results` when ``None``). A claim of
+    the second freeze is judged on the confirmation run when ``confirmation`` is given
+    (:func:`companion.lab.results.load_confirmation`); when it is ``None`` (the run has
+    not been made), on the seeds it was written from (:func:`development_records`),
+    which makes its verdict exploratory. A sweep claim, never checked on other seeds,
+    is judged on the sweep (exploratory).
     """
-    from .results import load_confirmation, load_results
+    from .results import load_results
 
     stored = load_results() if stored is None else stored
-    confirmation = load_confirmation() if confirmation is None else confirmation
     development = development_records()
+    frozen_for = {"first": tuple(FIRST_FREEZE["checked_on"]), "second": tuple(SECOND_FREEZE["confirmation_seeds"]),
+                  "sweep": ()}
     rows = []
     for claim_name, stage in STAGE.items():
         if stage == "first":
             held_out = stored.subset(stored.held_out_seeds).seeds
             verdict = check(claim_name, held_out, development=development)
-        elif stage == "second":
+        elif stage == "second" and confirmation is not None:
             verdict = check(claim_name, confirmation.seeds, development=development)
+        elif stage == "second":
+            verdict = check(claim_name, development[claim_name], development=development)
         else:
             verdict = check(claim_name, sweep=stored.lr_sweep)
-        rows.append(Standing(claim_name, stage, tuple(WRITTEN_FROM[claim_name]), verdict.seeds, verdict,
-                             _status(verdict)))
+        rows.append(Standing(claim_name, stage, tuple(WRITTEN_FROM[claim_name]), frozen_for[stage], verdict.seeds,
+                             verdict, _status(verdict)))
     return rows
 
 
