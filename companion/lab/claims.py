@@ -57,8 +57,9 @@ from .._contracts import AnyValue, contract
 from . import stats
 from .settings import CONFIRMATION_SEEDS, get_config
 
-__all__ = ["Test", "Verdict", "Standing", "CLAIMS", "SWEEP_CLAIMS", "STAGE", "WRITTEN_FROM", "HEADROOM",
-           "FIRST_FREEZE", "SECOND_FREEZE", "REVISIONS", "HELD_OUT_AT_FREEZE", "HISTORY", "check_all", "check_sweep",
+__all__ = ["POWER", "KINDS", "Test", "Verdict", "Standing", "CLAIMS", "SWEEP_CLAIMS", "STAGE", "WRITTEN_FROM",
+           "HEADROOM", "FIRST_FREEZE", "SECOND_FREEZE", "REVISIONS", "HELD_OUT_AT_FREEZE", "HISTORY", "check_all",
+           "check_sweep",
            "check", "development_records", "seeds_needed", "power_of_test", "claim_power", "confirmation_size",
            "headline", "report", "table", "arms_of", "name", "reference_perplexity", "late_perplexity", "late_ratio",
            "accuracy", "bin_accuracy", "learned_needle", "clear_accuracy", "boundary_accuracy", "pair_usage",
@@ -98,6 +99,7 @@ class Test:
     label: str
     values: tuple
     margin: float | tuple | bool | None = None
+    #: How many values one seed adds (see above).
     per_seed: float = 1.0
 
     def decide(self) -> bool | None:
@@ -155,7 +157,9 @@ class Verdict:
     numbers: dict = field(default_factory=dict)
     seeds: tuple = ()
     tests: tuple = ()
+    #: For a claim these seeds cannot decide, about how many seeds would decide it (see above).
     needed: int | None = None
+    #: ``"confirmatory"`` or ``"exploratory"`` (see above).
     standing: str = ""
 
     @property

@@ -53,7 +53,8 @@ from . import claims, experiments, fingerprint, provenance, results, stdlib_corp
 from .settings import LabConfig, get_config
 
 __all__ = ["jobs", "run_job", "job_fingerprint", "finished_jobs", "stage_results", "run_all", "assemble",
-           "record_claims_history", "record_code_change", "run_metadata", "code_hashes", "trace_config"]
+           "record_claims_history", "record_code_change", "run_metadata", "code_hashes", "trace_config",
+           "STORED_RUNS"]
 
 #: The configurations whose runs the package stores, and where: ``full`` in ``stored/``, ``confirmation``
 #: in ``stored/confirmation/``.
