@@ -323,7 +323,9 @@ class EvalConfig(Section):
     shares at ``2L``; ``boundary_examples``: examples per start of the needle moved
     across a chunk boundary; ``window_arms`` and ``window_examples``: the arms and examples
     of the masking intervention (keys further back than ``L`` hidden); ``limit_arms``: the
-    RoPE arms read with every distance of ``L`` or more as ``L - 1`` (every key kept);
+    RoPE arms read with every distance of ``L`` or more as ``L - 1`` (every key kept; none
+    in the full run, which was made before this control: its RoPE arms were rerun with it,
+    ``stored/controls``);
     ``norm_windows``: windows of held-out text for the RoPE pair norms.
     """
 
@@ -336,7 +338,7 @@ class EvalConfig(Section):
     boundary_examples: int = 20
     window_arms: tuple = ("rope", "p_rope", "sinusoidal", "t5", "nope")
     window_examples: int = 40
-    limit_arms: tuple = ("rope", "p_rope")
+    limit_arms: tuple = ()
     norm_windows: int = 32
 
 
@@ -476,12 +478,12 @@ CONFIGS = {
     "full": LabConfig(arms=arms_at(64)),
     "confirmation": LabConfig(seeds=CONFIRMATION_SEEDS, development_seeds=(), held_out_seeds=CONFIRMATION_SEEDS,
                               arms=arms_at(64), extension=ExtensionConfig(methods=(), curve_steps=()),
-                              sweep=SweepConfig(seeds=())),
+                              eval=EvalConfig(limit_arms=("rope", "p_rope")), sweep=SweepConfig(seeds=())),
     "reduced": LabConfig(
         seeds=(0, 1), development_seeds=(0,), held_out_seeds=(1,), arms=arms_at(32), context_length=32,
         train=TrainConfig(steps=60, batch_size=8, warmup=6, curve_every=30, curve_windows=2, curve_examples=4),
         eval=EvalConfig(depth_bins=3, n_examples=4, bootstrap=50, tokens_per_length=2048, attention_examples=2,
-                        boundary_examples=2, window_examples=4, norm_windows=2),
+                        boundary_examples=2, window_examples=4, limit_arms=("rope", "p_rope"), norm_windows=2),
         probes=ProbeConfig(multi_key_needles=2, multi_key_examples=6, variable_tracking_hops=1,
                            variable_tracking_examples=6, no_literal_examples=2),
         extension=ExtensionConfig(finetune_steps=6, curve_steps=(3, 6), tokens_per_length=1024, examples=2,
