@@ -404,13 +404,14 @@ def test_reduced_lab_runs_end_to_end(tmp_path, traced):
 @pytest.mark.lab
 def test_new_seeds_run_into_their_own_folder_and_the_claims_are_checked(tmp_path):
     out = tmp_path / "new"
+    # two arms keep it short; the claims that read other arms say they cannot be checked on these records
     done = subprocess.run([sys.executable, "-m", "companion.lab", "--config", "reduced", "--seeds", "7",
-                           "--out", str(out), "--quiet"], capture_output=True, text=True)
+                           "--arms", "rope", "alibi", "--out", str(out), "--quiet"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.iterdir()) == ["seed7.json", "summary.json"]
     assert "claim" in done.stdout and "verdict" in done.stdout
     run = results.load_results(out)
-    assert run.seed_list() == [7] and run.lr_sweep is None
+    assert run.seed_list() == [7] and run.lr_sweep is None and sorted(run.arms) == ["alibi", "rope"]
 
 
 def test_command_line_refuses_to_overwrite_the_stored_results_with_another_configuration(tmp_path):
