@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install bubblewrap (bwrap), the sandbox the assignment grader runs each submission in
-# (tools/grading/sandbox.py), from the system's package manager. apt-get and dnf need
+# (bookwork/grading/sandbox.py), from the system's package manager. apt-get and dnf need
 # root or sudo. bubblewrap is Linux only; elsewhere the grader refuses to grade.
 set -euo pipefail
 SUDO=""
