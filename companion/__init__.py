@@ -19,10 +19,14 @@ One module per idea, in the order the book meets them:
 - :mod:`companion.integer_positions` -- positions read at whole numbers: aliasing and clock hands (chapter 8)
 - :mod:`companion.configs` -- what a checkpoint's ``config.json`` makes the library run (chapter 10)
 - :mod:`companion.precision` -- RoPE angles, tables and scores in float32, bfloat16 and float16 (chapter 10)
-- :mod:`companion.mrope` -- RoPE over several position axes: M-RoPE and 2-D RoPE (chapter 11)
-- :mod:`companion.layer_plans` -- position settings per layer: local/global, RoPE/NoPE, chunks, QK-norm (chapter 11)
-- :mod:`companion.sinks` -- attention sinks: StreamingLLM's cache and gpt-oss's learned sink (chapter 11)
-- :mod:`companion.remap` -- ReRoPE, Leaky ReRoPE and Dual Chunk Attention (chapter 11)
+- :mod:`companion.layer_plans` -- position settings per layer: local/global, RoPE/NoPE, chunks, QK-norm,
+  recurrent layers (chapter 11)
+- :mod:`companion.mla` -- multi-head latent attention's decoupled RoPE (chapter 11)
+- :mod:`companion.sparse` -- positions inside sparse and compressed attention (chapter 11)
+- :mod:`companion.sinks` -- attention sinks: StreamingLLM's cache and gpt-oss's learned sink (chapter 12)
+- :mod:`companion.remap` -- ReRoPE, Leaky ReRoPE and Dual Chunk Attention (chapter 12)
+- :mod:`companion.mrope` -- RoPE over several position axes: M-RoPE and 2-D RoPE (chapter 12)
+- :mod:`companion.video_time` -- how a video gets its time: absolute time, timestamps, VideoRoPE (chapter 12)
 - :mod:`companion.symbolic` -- SymPy building blocks for the proofs
 - :mod:`companion.checks` -- checks of exercise answers that say what was expected
 - :mod:`companion.mistakes` -- typical wrong answers to exercises, which the checks name
@@ -46,7 +50,7 @@ __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "absolute_torch", "relative_torch", "rope_torch",
     "alibi_torch", "pair_usage", "nope", "scaling", "trained_range", "interpolation", "integer_positions",
     "symbolic", "checks", "mistakes",
-    "configs", "precision", "mrope", "layer_plans", "sinks", "remap",
+    "configs", "precision", "mrope", "layer_plans", "sinks", "remap", "mla", "sparse", "video_time",
 ]
 #: Subpackages and modules loaded on first use but not listed above (no functions of the book's math).
 _ALSO = ("figures", "plotting", "tables", "lab")

@@ -63,15 +63,10 @@ def frequencies(d: EvenSize, base: Positive = BASE) -> np.ndarray:
 
     A geometric progression that starts at :math:`\omega_0 = 1` and shrinks by the
     factor :math:`\text{base}^{-2/d}` per pair (Vaswani et al. 2017, section 3.5).
+    ``d`` is the width of the position vector; ``base`` is 10000 in the paper
+    (:data:`BASE`).
 
-    Parameters
-    ----------
-    d : even int >= 2, the width of the position vector.
-    base : real > 0, 10000 in the paper.
-
-    Returns
-    -------
-    float64 array of shape ``(d // 2,)``.
+    Shapes: returns ``(d // 2,)``, float64.
     """
     # i = 0 .. d/2 - 1
     i = np.arange(d // 2)
@@ -87,7 +82,10 @@ def wavelengths(d: EvenSize, base: Positive = BASE) -> np.ndarray:
 
     From :math:`2\pi \approx 6.3` tokens (pair 0) up to
     :math:`2\pi\,\text{base}^{(d-2)/d}`: about 60,600 tokens at ``d = 512`` and
-    about 47,100 at ``d = 64`` (Vaswani et al. 2017). Shape ``(d // 2,)``, float64.
+    about 47,100 at ``d = 64`` (Vaswani et al. 2017). ``d`` and ``base`` are those of
+    :func:`frequencies`.
+
+    Shapes: returns ``(d // 2,)``, float64.
     """
     # lambda_i = 2 pi / omega_i
     return 2.0 * np.pi / frequencies(d, base)
@@ -102,15 +100,11 @@ def sinusoidal(positions: Positions, d: EvenSize, base: Positive = BASE) -> np.n
         PE(p)_{2i} = \sin(\omega_i p), \qquad PE(p)_{2i+1} = \cos(\omega_i p),
         \qquad \omega_i = \text{base}^{-2i/d} .
 
-    Parameters
-    ----------
-    positions : non-negative integers, any shape (usually ``(n,)``).
-    d : even int >= 2.
-    base : real > 0.
+    ``positions`` holds the token positions :math:`p`; ``d`` is the width of each
+    vector and ``base`` that of the frequencies :math:`\omega_i` (:func:`frequencies`).
 
-    Returns
-    -------
-    float64 array of shape ``positions.shape + (d,)``; ``(n, d)`` for ``n`` positions.
+    Shapes: ``positions`` any shape, usually ``(n,)``; returns ``positions.shape + (d,)``,
+    float64: ``(n, d)`` for ``n`` positions.
     """
     # omega_i p, shape positions.shape + (d/2,)
     angles = positions.astype(np.float64)[..., None] * frequencies(d, base)
@@ -139,17 +133,11 @@ def rotation_for_offset(k: Offset, d: EvenSize, base: Positive = BASE) -> np.nda
     (sine, cosine), :math:`B_i` is the *transpose* of the usual counter-clockwise
     rotation matrix; it is still a rotation (by :math:`-\omega_i k` in the
     (sin, cos) plane). :math:`R_k` does not depend on :math:`p`; :math:`R_{-k} =
-    R_k^{\mathsf T} = R_k^{-1}` (Vaswani et al. 2017, section 3.5).
+    R_k^{\mathsf T} = R_k^{-1}` (Vaswani et al. 2017, section 3.5). ``k`` is the
+    offset in positions and may be negative; ``d`` and ``base`` are those of
+    :func:`sinusoidal`.
 
-    Parameters
-    ----------
-    k : int offset (may be negative).
-    d : even int >= 2.
-    base : real > 0.
-
-    Returns
-    -------
-    float64 array of shape ``(d, d)``, block-diagonal with 2 x 2 blocks.
+    Shapes: returns ``(d, d)``, float64, block-diagonal with 2 x 2 blocks.
     """
     # omega_i k
     angle = frequencies(d, base) * float(k)
@@ -177,10 +165,11 @@ def position_dot_products(m: Positions, n: Positions, d: EvenSize, base: Positiv
 
     a function of the distance :math:`m - n` only, and an even one: :math:`k` and
     :math:`-k` give the same value (Vaswani et al. 2017). Computed here from the
-    vectors themselves; :func:`dot_product_at_distance` is the closed form.
+    vectors themselves; :func:`dot_product_at_distance` is the closed form. ``m`` and
+    ``n`` are the two positions; ``d`` and ``base`` are those of :func:`sinusoidal`.
 
-    ``m`` and ``n`` are non-negative integers of broadcastable shapes; the result has
-    their broadcast shape (use ``m[:, None]`` and ``n[None, :]`` for a table).
+    Shapes: ``m`` and ``n`` broadcastable; returns their broadcast shape (use
+    ``m[:, None]`` and ``n[None, :]`` for a table).
     """
     # PE(m) . PE(n), summed over the d components
     return np.sum(sinusoidal(m, d, base) * sinusoidal(n, d, base), axis=-1)
@@ -191,9 +180,10 @@ def dot_product_at_distance(k: Annotated[np.ndarray, WholeNumbers(signed=True)],
                             base: Positive = BASE) -> np.ndarray:
     r"""Closed form of :math:`PE(m)\cdot PE(m + k)`: :math:`\sum_i \cos(\omega_i k)`.
 
-    Vaswani et al. (2017) sinusoids; ``k`` is an integer distance of any sign and any
-    shape, and the result (float64) has the shape of ``k``. Equal at ``k`` and ``-k``:
-    the dot product alone cannot tell before from after.
+    Vaswani et al. (2017) sinusoids; ``k`` is the distance, an integer of either sign.
+    Equal at ``k`` and ``-k``: the dot product alone cannot tell before from after.
+
+    Shapes: ``k`` any shape; returns the shape of ``k``, float64.
     """
     # omega_i k, shape k.shape + (d/2,)
     angles = k.astype(np.float64)[..., None] * frequencies(d, base)
@@ -220,16 +210,14 @@ def score_terms(e: Matrix, pe: Matrix, w_q: Matrix, w_k: Matrix) -> dict:
     The model sees the sum, never :math:`p_i \cdot p_j` alone (Vaswani et al. 2017;
     the split is the starting point of Dai et al. 2019 and Ke et al. 2021).
 
-    Parameters
-    ----------
-    e, pe : ``(n, d_model)`` token embeddings and position vectors.
-    w_q, w_k : ``(d_model, d_k)`` query and key projections.
+    ``e`` holds the token embeddings :math:`e_i` and ``pe`` the position vectors
+    :math:`p_i`, one row per token; ``w_q`` and ``w_k`` are the query and key
+    projections :math:`W_Q` and :math:`W_K`. Returns a dict with the keys
+    ``"content_content"``, ``"content_position"``, ``"position_content"``,
+    ``"position_position"`` and ``"total"`` (the sum of the four).
 
-    Returns
-    -------
-    dict with keys ``"content_content"``, ``"content_position"``,
-    ``"position_content"``, ``"position_position"`` and ``"total"``, each
-    ``(n, n)`` float64 (``total`` is the sum of the four).
+    Shapes: ``e`` and ``pe`` ``(n, d_model)``; ``w_q`` and ``w_k`` ``(d_model, d_k)``;
+    each entry of the result ``(n, n)``, float64.
     """
     # M = W_Q W_K^T, shape (d_model, d_model)
     M = w_q @ w_k.T
@@ -265,15 +253,12 @@ def position_score(m: Positions, k: Offset, M: Matrix, base: Positive = BASE) ->
     with 2 x 2 blocks of the form :math:`\begin{pmatrix} a & -b \\ b & a\end{pmatrix}`
     (Vaswani et al. 2017 sinusoids; the chapter's interactive figure).
 
-    Parameters
-    ----------
-    m : non-negative integers, any shape.
-    k : int distance; every ``m + k`` must be >= 0.
-    M : ``(d, d)`` matrix, ``d`` even.
+    ``m`` holds the positions :math:`m` and ``k`` the distance, an integer of either
+    sign such that every ``m + k`` is >= 0; ``M`` is the matrix between the two
+    position vectors, whose (even) size is the width :math:`d` of the sinusoids.
 
-    Returns
-    -------
-    float64 array of the shape of ``m``.
+    Shapes: ``m`` any shape; ``M`` ``(d, d)``, ``d`` even; returns the shape of ``m``,
+    float64.
     """
     d = M.shape[0]
     # PE(m)^T M PE(m + k)
@@ -311,14 +296,10 @@ def perplexity(probabilities: Annotated[np.ndarray, Array(nonempty=True, positiv
     better. Press et al. (2022) compare position methods by the perplexity of
     language models on inputs longer than those seen in training.
 
-    Parameters
-    ----------
-    probabilities : array of ``N >= 1`` real numbers in ``(0, 1]``, any shape (it is
-        flattened), e.g. ``(N,)`` for one text.
+    ``probabilities`` holds the :math:`N \ge 1` probabilities :math:`p_t`, each in
+    :math:`(0, 1]`. Returns a float >= 1.
 
-    Returns
-    -------
-    float >= 1.
+    Shapes: ``probabilities`` any shape (it is flattened), e.g. ``(N,)`` for one text.
     """
     # exp(-(1/N) sum_t ln p_t)
     return float(np.exp(-np.mean(np.log(probabilities))))

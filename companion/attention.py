@@ -79,7 +79,10 @@ def softmax(scores: Scores, axis: Annotated[int, Integer()] = -1) -> np.ndarray:
     Subtracting the row maximum does not change the result (it cancels between
     numerator and denominator) but keeps every exponent <= 0, so nothing overflows.
     Entries equal to ``-inf`` (masked positions) get weight exactly 0; a slice that is
-    entirely ``-inf`` has no valid softmax and raises ``ValueError``.
+    entirely ``-inf`` has no valid softmax and raises ``ValueError``. ``scores`` holds
+    the scores :math:`s`; the weights sum to 1 along ``axis`` (the last by default).
+
+    Shapes: ``scores`` any shape of at least one dimension; returns its shape, float64.
     """
     # max_l s_l, kept as an axis of length 1
     peak = np.max(scores, axis=axis, keepdims=True)
@@ -97,10 +100,10 @@ def relative_positions(n_queries: Size, n_keys: Size | None = None) -> np.ndarra
     Query row ``r`` sits at position :math:`i = r + n_\text{keys} - n_\text{queries}`
     (the queries are the last positions, as with keys cached from earlier steps); key
     column ``j`` at position ``j``. ``n_keys`` defaults to ``n_queries`` and must be
-    ``>= n_queries``.
+    ``>= n_queries``. The result is 0 on the diagonal and negative for keys in the
+    past (Shaw et al. 2018; Raffel et al. 2020).
 
-    Returns an int64 array of shape ``(n_queries, n_keys)``; 0 on the diagonal,
-    negative for keys in the past (Shaw et al. 2018; Raffel et al. 2020).
+    Shapes: returns ``(n_queries, n_keys)``, int64.
     """
     n_keys = n_queries if n_keys is None else n_keys
     # i = r + n_keys - n_queries, shape (n_queries, 1)
@@ -120,9 +123,9 @@ def causal_mask(n_queries: Size, n_keys: Size | None = None) -> np.ndarray:
     ``mask[i, j] = (j <= i)``. When there are more keys than queries (keys cached
     from earlier steps, the last query being the newest token) the queries are the
     *last* ``n_queries`` positions: ``mask[i, j] = (j <= i + n_keys - n_queries)``.
+    ``n_keys`` defaults to ``n_queries`` and must be ``>= n_queries``.
 
-    Shape ``(n_queries, n_keys)``; ``n_keys`` defaults to ``n_queries`` and must be
-    ``>= n_queries``.
+    Shapes: returns ``(n_queries, n_keys)``, bool.
     """
     # j <= i, i.e. j - i <= 0
     return relative_positions(n_queries, n_keys) <= 0
@@ -134,7 +137,9 @@ def permutation_matrix(perm: Annotated[np.ndarray, WholeNumbers(signed=True, flo
 
     ``P[i, perm[i]] = 1`` and every other entry is 0. For tokens ``[A, B, C]`` stored as
     the rows of ``X``, ``perm = [2, 0, 1]`` gives ``P X = [C, A, B]``. ``P`` is
-    orthogonal: ``P.T @ P = I``.
+    orthogonal: ``P.T @ P = I``. ``perm`` holds each of ``0..n-1`` once.
+
+    Shapes: ``perm`` ``(n,)``; returns ``(n, n)``, float64.
     """
     n = perm.size
     P = np.zeros((n, n))
@@ -156,20 +161,18 @@ def scaled_dot_product_attention(q: Sequences, k: Sequences, v: Sequences, mask:
         A = \operatorname{softmax}_j(S \text{ with } S_{ij} = -\infty \text{ where mask}_{ij} \text{ is False}), \qquad
         \text{out} = A v .
 
-    Parameters
-    ----------
-    q, k, v : arrays of shape ``(..., n_queries, d_k)``, ``(..., n_keys, d_k)``, ``(..., n_keys, d_v)``.
-    mask : optional boolean array broadcastable to ``(..., n_queries, n_keys)``;
-        ``True`` means "may attend". Every query must keep at least one key.
-    bias : optional real array that broadcasts with ``(..., n_queries, n_keys)`` (it may
-        add leading dimensions, e.g. one bias per head), added to
-        the scores before the softmax (relative-position biases such as T5's and
-        ALiBi's enter here). ``-inf`` entries mask a key out, like ``mask``.
+    Vaswani et al. (2017), eq. (1), with a score bias and a mask added. ``q``, ``k`` and ``v`` are
+    the queries, keys and values. ``mask``, if given, is ``True`` where a query may
+    attend to a key; every query must keep at least one key. ``bias``, if given, is
+    added to the scores before the softmax (relative-position biases such as T5's and
+    ALiBi's enter here); its ``-inf`` entries mask a key out, like ``mask``. Returns
+    ``(out, weights)``; each row of ``weights`` sums to 1.
 
-    Returns
-    -------
-    out : ``(..., n_queries, d_v)`` and weights : ``(..., n_queries, n_keys)``; each
-    row of ``weights`` sums to 1.
+    Shapes: ``q`` ``(..., n_queries, d_k)``; ``k`` ``(..., n_keys, d_k)``; ``v``
+    ``(..., n_keys, d_v)``; ``mask`` broadcastable to ``(..., n_queries, n_keys)``;
+    ``bias`` broadcasts with ``(..., n_queries, n_keys)`` and may add leading
+    dimensions (e.g. one bias per head); returns ``out`` ``(..., n_queries, d_v)`` and
+    ``weights`` ``(..., n_queries, n_keys)``.
     """
     # S = q k^T / sqrt(d_k), shape (..., n_queries, n_keys)
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
@@ -190,13 +193,16 @@ def scaled_dot_product_attention(q: Sequences, k: Sequences, v: Sequences, mask:
           result=Finite("x, w_q, w_k and w_v", "x and its projections must stay finite: scale them down"))
 def self_attention(x: Sequences, w_q: Matrix, w_k: Matrix, w_v: Matrix, mask: Mask | None = None,
                    bias: Bias | None = None):
-    r"""Single-head self-attention of a sequence ``x`` (``n x d_model``).
+    r"""Single-head self-attention of a sequence ``x``.
 
     ``q = x W_Q``, ``k = x W_K``, ``v = x W_V``, then :func:`scaled_dot_product_attention`.
     The rows of ``x`` are the token vectors in order; nothing here tells the rows
-    where they stand.
+    where they stand. ``w_q``, ``w_k`` and ``w_v`` are the projections :math:`W_Q`,
+    :math:`W_K`, :math:`W_V`; ``mask`` and ``bias`` are those of
+    :func:`scaled_dot_product_attention`, and so is the result ``(out, weights)``.
 
-    Returns ``(out, weights)`` as :func:`scaled_dot_product_attention` does.
+    Shapes: ``x`` ``(..., n, d_model)``; ``w_q`` and ``w_k`` ``(d_model, d_k)``; ``w_v``
+    ``(d_model, d_v)``; returns ``out`` ``(..., n, d_v)`` and ``weights`` ``(..., n, n)``.
     """
     # q = x W_Q, k = x W_K, v = x W_V, each (..., n, d_k or d_v)
     q, k, v = x @ w_q, x @ w_k, x @ w_v

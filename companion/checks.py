@@ -60,9 +60,8 @@ def _is_placeholder(value) -> bool:
 def answer(name: str, value):
     """Return ``value``, or fail if it is missing or still the ``...`` placeholder.
 
-    Args:
-        name: the variable's name as the exercise states it.
-        value: the student's value (``None`` when the name is not defined at all).
+    ``name`` is the variable's name as the exercise states it; ``value`` is the
+    student's value (``None`` when the name is not defined at all).
     """
     if value is None:
         _fail(name, f"no value found. Define `{name}` as the exercise asks (and run its cell).")
@@ -83,9 +82,8 @@ def function(name: str, value):
 def result(call: str, value):
     """Return a function's return value, or fail if it returned ``None`` or ``...``.
 
-    Args:
-        call: the call as text, e.g. ``"rotate(x, positions)"``, for the message.
-        value: what the call returned.
+    ``call`` is the call as text, e.g. ``"rotate(x, positions)"``, for the message;
+    ``value`` is what the call returned.
     """
     if value is None:
         _fail(call, "returned None. Replace any `...` in the function with your code, and end it "
@@ -143,7 +141,7 @@ def _numbers_only(raw: np.ndarray) -> bool:
 def shape(name: str, value, expected: tuple, meaning: str = ""):
     """Fail unless ``value`` has the shape ``expected``; ``meaning`` names the axes.
 
-    Example: ``shape("rotate(x, positions)", out, (6, 8), "(tokens, dimensions)")``.
+    For example, ``shape("rotate(x, positions)", out, (6, 8), "(tokens, dimensions)")``.
     """
     arr = _as_array(name, value)
     if arr.shape != tuple(expected):
@@ -228,23 +226,23 @@ def close(name: str, value, expected, *, atol: float = 1e-8, rtol: float = 1e-6,
     """Fail unless ``value`` equals ``expected`` up to ``atol + rtol * |expected|``, or, with
     ``figures``, to that many significant figures (within one unit of the last).
 
-    Args:
-        name: what is being checked, as the student wrote it (``"slopes"``,
-            ``"rotate(x, positions)"``).
-        value: the student's number or array (lists and torch tensors are accepted).
-        expected: the right answer.
-        atol, rtol: tolerances, as in ``numpy.allclose``.
-        figures: the significant figures the question asks for, in place of ``rtol``
-            (``atol`` still applies where ``expected`` is 0).
-        meaning: the meaning of the axes, used in a shape message.
-        wrong: diagnoses of typical mistakes, ``{message: answer that mistake gives}``;
-            tried, in order, before the generic message.
-        show_expected: whether a message may print the right values. A public check of
-            an exercise's answer passes False, so that its message cannot be copied.
+    ``name`` is what is being checked, as the student wrote it (``"slopes"``,
+    ``"rotate(x, positions)"``); ``value`` is the student's number or array (lists and
+    torch tensors are accepted) and ``expected`` the right answer. ``atol`` and
+    ``rtol`` are tolerances, as in ``numpy.allclose``; ``figures``, the significant
+    figures the question asks for, takes the place of ``rtol`` (``atol`` still applies
+    where ``expected`` is 0). ``meaning`` is the meaning of the axes, used in a shape
+    message. ``wrong`` holds diagnoses of typical mistakes, ``{message: answer that
+    mistake gives}``, tried in order before the generic message. ``show_expected``
+    says whether a message may print the right values: a public check of an
+    exercise's answer passes False, so that its message cannot be copied.
 
     An answer that agrees with ``expected`` to three significant figures or more, but
     not to the precision asked for, gets a message that says so (and names float32 when
     the answer is float32), rather than one that calls it wrong.
+
+    Shapes: ``value`` any shape, that of ``expected``; an answer of another shape fails
+    with a message that names both shapes (and the axes, given ``meaning``).
     """
     arr, low = _numbers(name, value)
     expected = np.asarray(expected, dtype=np.float64)
@@ -362,11 +360,9 @@ def expression(name: str, value, what: str = ""):
     A SymPy object is taken as it is; a Python or NumPy number becomes the SymPy number
     of the same value. Text is never read as an expression (SymPy would evaluate it as
     Python code): a string, or anything else, fails and says what to write instead.
-
-    Args:
-        name: the variable's name as the exercise states it.
-        value: the student's answer.
-        what: what the expression stands for, for the message (``"the mean distance"``).
+    ``name`` is the variable's name as the exercise states it, ``value`` the student's
+    answer, and ``what`` what the expression stands for, for the message (``"the mean
+    distance"``).
     """
     answer(name, value)
     try:
@@ -417,10 +413,9 @@ def matrix(name: str, value, what: str = "") -> sp.Matrix:
 def zero(name: str, expr, identity: str):
     """Fail unless the SymPy expression (or matrix) ``expr`` simplifies to 0.
 
-    Args:
-        name: the variable holding the difference.
-        expr: left side minus right side of the identity.
-        identity: the identity in words or symbols, e.g. ``"R(a) R(b) = R(a + b)"``.
+    ``name`` is the variable holding the difference, ``expr`` the left side minus the
+    right side of the identity, and ``identity`` the identity in words or symbols,
+    e.g. ``"R(a) R(b) = R(a + b)"``.
     """
     answer(name, expr)
     if isinstance(expr, (list, tuple, np.ndarray)):

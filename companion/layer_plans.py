@@ -28,6 +28,18 @@ queries get Llama 4's inference-time temperature. The plans of published designs
   Strategy", arXiv:2501.18795): RoPE only in sliding-window layers, global layers
   without positions (:func:`rnope_swa`; Transformers' ``Cohere2Attention`` rotates
   only when the layer has a sliding window).
+* **Qwen3-Next and Qwen3.5** (Qwen Team 2025): three *recurrent* layers (Gated DeltaNet,
+  Yang, Kautz and Hatamizadeh 2025, arXiv:2412.06464) for every attention layer; the
+  attention layers are global and rotate the first quarter of each 256-wide head,
+  ``partial_rotary_factor`` 0.25, with base 10^7 (:func:`qwen3_next`; Transformers'
+  ``Qwen3NextConfig.layer_types`` from ``full_attention_interval``).
+* **Kimi Linear** (Kimi Team 2025, arXiv:2510.26692): three recurrent layers (Kimi Delta
+  Attention) for every global MLA layer, and the MLA layers carry no position at all
+  (:func:`kimi_linear`; Transformers' ``KimiLinearAttention``, "MLA ... with NoPE").
+
+A *recurrent* layer (``recurrent=True``) mixes tokens through a state updated once per
+token, not through attention: it has no keys to cache and no rotation, and the order of
+the tokens reaches it through the recurrence itself.
 
 Numbers are numpy float64; masks are boolean, ``True`` where a query may attend.
 """
@@ -65,6 +77,8 @@ __all__ = [
     "llama4",
     "smollm3",
     "rnope_swa",
+    "qwen3_next",
+    "kimi_linear",
     "sliding_window_mask",
     "chunked_mask",
     "layer_mask",
@@ -83,7 +97,15 @@ Period = Annotated[int, Integer(2, 2**20)]
 _SQUARE = entries("n * n", lambda n: n * n)
 
 
-@contract
+def _recurrent_has_no_attention(rope, window, chunk, qk_norm, temperature, rotary_dim, recurrent) -> None:
+    """A recurrent layer has no rotation, window, chunk, QK-norm, temperature or partial rotation."""
+    if recurrent and (rope or window is not None or chunk is not None or qk_norm or temperature
+                      or rotary_dim is not None):
+        raise ValueError("recurrent must be False for a layer with rope, a window, a chunk, qk_norm, a temperature "
+                         "or a rotary_dim: a recurrent layer has no attention to rotate, cut or scale")
+
+
+@contract(_recurrent_has_no_attention)
 @dataclass(frozen=True)
 class LayerPlan:
     """The position settings of one attention layer.
@@ -93,7 +115,10 @@ class LayerPlan:
     its last ``window`` keys (itself included), ``None`` for all; ``chunk``: a query
     sees only the keys of its own block of ``chunk`` tokens, ``None`` for no chunks;
     ``qk_norm``: ``q`` and ``k`` RMS-normalised per head; ``temperature``: queries
-    scaled by Llama 4's :func:`companion.nope.attention_temperature`.
+    scaled by Llama 4's :func:`companion.nope.attention_temperature`; ``rotary_dim``:
+    the number of leading components of a head that turn (partial rotation, the rest
+    pass through), ``None`` for the whole head; ``recurrent``: a linear-attention layer
+    (a state updated per token) instead of attention, with no keys and no rotation.
     """
 
     rope: Flag
@@ -103,6 +128,8 @@ class LayerPlan:
     chunk: Size | None = None
     qk_norm: Flag = False
     temperature: Flag = False
+    rotary_dim: EvenSize | None = None
+    recurrent: Flag = False
 
 
 def _rms_above_zero(x, eps) -> None:
@@ -200,6 +227,36 @@ def rnope_swa(n_layers: Layers, every: Period = 4, window: Size = 4096,
             for layer in range(n_layers)]
 
 
+@contract
+def qwen3_next(n_layers: Layers, every: Period = 4, base: Positive = 10_000_000.0,
+               rotary_dim: EvenSize = 64) -> list[LayerPlan]:
+    r"""Qwen3-Next / Qwen3.5: ``every - 1`` recurrent (Gated DeltaNet) layers, then one global attention layer.
+
+    Layer ``l`` is attention when ``(l + 1) mod every = 0`` (Transformers'
+    ``Qwen3NextConfig``: ``"linear_attention" if (i + 1) % full_attention_interval else
+    "full_attention"``, interval 4). The attention layers rotate the first
+    ``rotary_dim`` components of each head (64 of 256: ``partial_rotary_factor`` 0.25
+    in the released ``config.json`` of Qwen3-Next-80B-A3B, base ``rope_theta`` 10^7)
+    and attend to every earlier key.
+    """
+    return [LayerPlan(rope=True, base=base, rotary_dim=rotary_dim) if (layer + 1) % every == 0
+            else LayerPlan(rope=False, recurrent=True) for layer in range(n_layers)]
+
+
+@contract
+def kimi_linear(n_layers: Layers, every: Period = 4) -> list[LayerPlan]:
+    r"""Kimi Linear: ``every - 1`` recurrent (Kimi Delta Attention) layers, then one global MLA layer without RoPE.
+
+    Kimi Team (2025) interleave KDA and MLA three to one; the MLA layers rotate nothing
+    (Transformers' ``KimiLinearAttention``, "Multi-headed Latent Attention ... with
+    NoPE"), so every position signal of the stack comes from the recurrent layers and
+    the causal mask. Layer ``l`` is MLA when ``(l + 1) mod every = 0`` here; a
+    released file lists its layers explicitly (``linear_attn_config``).
+    """
+    return [LayerPlan(rope=False) if (layer + 1) % every == 0 else LayerPlan(rope=False, recurrent=True)
+            for layer in range(n_layers)]
+
+
 @contract(_SQUARE)
 def sliding_window_mask(n: Size, window: Size) -> np.ndarray:
     r"""Causal sliding window: query ``m`` sees keys ``j`` with ``m - window < j <= m`` (``window`` keys).
@@ -224,7 +281,13 @@ def chunked_mask(n: Size, chunk: Size) -> np.ndarray:
     return _causal_mask(n) & (m[:, None] // chunk == m[None, :] // chunk)
 
 
-@contract(_SQUARE)
+def _attention_layer(plan) -> None:
+    """A recurrent layer has no attention mask."""
+    if plan.recurrent:
+        raise ValueError("plan must be an attention layer (recurrent=False): a recurrent layer has no attention mask")
+
+
+@contract(_SQUARE, _attention_layer)
 def layer_mask(plan: Plan, n: Size) -> np.ndarray:
     r"""The attention mask of one layer for ``n`` tokens: causal, cut by its window or chunk."""
     if plan.window is not None:
@@ -239,7 +302,8 @@ def reach(plan: Plan, n: Size) -> int:
     r"""The longest distance ``m - j`` any query of an ``n``-token input sees in this layer.
 
     ``n - 1`` for a global layer, ``min(n, window) - 1`` for a sliding window and
-    ``min(n, chunk) - 1`` for chunks.
+    ``min(n, chunk) - 1`` for chunks; ``n - 1`` for a recurrent layer, whose state
+    carries every earlier token.
     """
     span = min(s for s in (n, plan.window, plan.chunk) if s is not None)
     # the farthest visible key is span - 1 tokens back
@@ -263,20 +327,35 @@ def cached_keys(plans: Plans, n: Size) -> int:
     r"""Keys a stack must keep per head to generate after ``n`` tokens: ``sum_l min(n, span_l)``.
 
     ``span_l`` is the layer's window or chunk (``n`` for a global layer): a sliding
-    window needs only its last ``window`` keys, a chunked layer only the keys of the
-    current chunk. Divide by ``n * len(plans)`` for the fraction of a full cache.
+    window needs only its last ``window`` keys. For a chunked layer ``min(n, chunk)``
+    is an upper bound: the query at position ``t`` needs only the ``t mod chunk + 1``
+    keys of its own chunk, ``min(n, chunk)`` when a serving engine keeps a whole chunk's
+    buffer. A recurrent layer keeps a state of fixed size and no keys: 0. Divide by
+    ``n * len(plans)`` for the fraction of a full cache.
     """
-    # a layer holds min(n, window or chunk) keys
-    return sum(reach(plan, n) + 1 for plan in plans)
+    # a layer holds min(n, window or chunk) keys; a recurrent layer none
+    return sum(0 if plan.recurrent else reach(plan, n) + 1 for plan in plans)
 
 
-@contract
+def _rotary_fits(plan, d) -> None:
+    """A partial rotation turns at most the whole head."""
+    if plan.rotary_dim is not None and plan.rotary_dim > d:
+        raise ValueError(f"d must be at least the plan's rotary_dim = {plan.rotary_dim} (the components that turn), "
+                         f"got {d}")
+
+
+@contract(_rotary_fits)
 def layer_frequencies(plan: Plan, d: EvenSize) -> np.ndarray | None:
-    r"""The RoPE frequencies of a layer, ``theta_i = base^(-2i/d) / factor``, or ``None`` for a NoPE layer."""
+    r"""The RoPE frequencies of a layer, ``theta_i = base^(-2i/r) / factor``, or ``None`` for a layer without RoPE.
+
+    ``r`` is the plan's ``rotary_dim`` (the leading components that turn), ``d`` when
+    the whole head turns; the result has ``r / 2`` entries, one per turning pair.
+    """
     if not plan.rope:
         return None
-    # position interpolation by `factor` of base^(-2i/d)
-    return _scaling.position_interpolation(d, plan.factor, base=plan.base).inv_freq
+    rotated = d if plan.rotary_dim is None else plan.rotary_dim
+    # position interpolation by `factor` of base^(-2i/r)
+    return _scaling.position_interpolation(rotated, plan.factor, base=plan.base).inv_freq
 
 
 @contract(_rms_above_zero)
@@ -291,6 +370,7 @@ def qk_rms_norm(x: NonEmptyVectors, eps: NonNegativeReal = 1e-5) -> np.ndarray:
     s = np.max(np.abs(x), axis=-1, keepdims=True)
     s = np.where(s > 0, s, 1.0)
     # x / sqrt(mean_j x_j^2 + eps) = (x/s) / sqrt(mean_j (x_j/s)^2 + eps/s^2)
+    # eps/s^2 taken as (eps/s)/s: s^2 underflows to 0 below about 1e-154, and with eps = 0 that is 0/0
     with np.errstate(over="ignore", divide="ignore"):  # eps/s^2 = inf for tiny s: the result is 0
-        return (x / s) / np.sqrt(np.mean((x / s) ** 2, axis=-1, keepdims=True) + eps / s**2)
+        return (x / s) / np.sqrt(np.mean((x / s) ** 2, axis=-1, keepdims=True) + eps / s / s)
 

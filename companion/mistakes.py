@@ -19,13 +19,16 @@ def t5_bucket_variant(relative_position, bidirectional: bool = True, num_buckets
                       eps: float = 0.0) -> np.ndarray:
     """T5's bucket rule (:func:`companion.relative.t5_bucket`), or one of its typical mistakes.
 
-    Args:
-        past_upper: give keys *before* the query the upper half of the encoder's buckets.
-        cap: keep far distances in the last bucket (``min(B' - 1, ...)``).
-        rounding: how ``y(n)`` becomes a bucket offset (the rule uses ``floor``).
-        other_size: swap the encoder's and the decoder's number of buckets per direction.
-        future_zero: in the decoder, send every key after the query to bucket 0.
-        eps: added to ``y(n)``; a tiny negative value models a rounding error.
+    The first four parameters are those of the rule; with the defaults of the others
+    the result is the rule's. ``past_upper`` gives keys *before* the query the upper
+    half of the encoder's buckets. ``cap`` keeps far distances in the last bucket
+    (``min(B' - 1, ...)``). ``rounding`` is how ``y(n)`` becomes a bucket offset (the
+    rule uses ``floor``). ``other_size`` swaps the encoder's and the decoder's number
+    of buckets per direction. ``future_zero``, in the decoder, sends every key after
+    the query to bucket 0. ``eps`` is added to ``y(n)``; a tiny negative value models a
+    rounding error.
+
+    Shapes: ``relative_position`` any shape; returns its shape, integers.
     """
     rp = np.asarray(relative_position)
     if bidirectional:
@@ -71,11 +74,13 @@ def alibi_slopes_variant(n_heads: int, *, shift: int = 0, places: int = 1,
                          power_rule: bool = False) -> np.ndarray:
     """The authors' slopes (:func:`companion.alibi.slopes`), or one of their typical mistakes.
 
-    Args:
-        shift: start the first ``P`` slopes ``shift`` heads late (negative: early).
-        places: take the extra slopes from places ``places, places + 2, ...`` of the list
-            for ``2P`` heads (the rule uses 1, the odd places).
-        power_rule: use ``2^(-8h/H)`` for every ``H``, as if it were a power of two.
+    With the defaults the result is the authors' slopes for ``n_heads`` heads.
+    ``shift`` starts the first ``P`` slopes ``shift`` heads late (negative: early).
+    ``places`` takes the extra slopes from places ``places, places + 2, ...`` of the
+    list for ``2P`` heads (the rule uses 1, the odd places). ``power_rule`` uses
+    ``2^(-8h/H)`` for every ``H``, as if it were a power of two.
+
+    Shapes: returns ``(n_heads,)``, float64.
     """
     if power_rule:
         return 2.0 ** (-8.0 * np.arange(1, n_heads + 1) / n_heads)
@@ -86,7 +91,10 @@ def alibi_slopes_variant(n_heads: int, *, shift: int = 0, places: int = 1,
 
 
 def alibi_slope_mistakes(n_heads: int) -> dict[str, np.ndarray]:
-    """Diagnosis -> the slopes that mistake gives for ``n_heads`` heads."""
+    """Diagnosis -> the slopes that mistake gives for ``n_heads`` heads.
+
+    Shapes: each set of slopes ``(n_heads,)``.
+    """
     p = alibi.largest_power_of_two(n_heads)
     right = alibi.slopes(n_heads)
     return {

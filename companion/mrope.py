@@ -39,7 +39,11 @@ videos are built by :func:`vision_positions` and :func:`multimodal_positions`: t
 tokens count up on all three axes at once; the patches of an image share one temporal
 position and count rows and columns from where the image starts; the next segment
 starts one past the largest position used so far (the ``get_rope_index`` released with
-Qwen2-VL, and Transformers' before version 5).
+Qwen2-VL and Qwen2.5-VL, and Transformers' before version 5; version 5.24 moves on by
+the grid's larger spatial side instead, :func:`multimodal_positions`). Qwen2.5-VL
+spaces a video's temporal positions by ``tokens_per_second`` times the seconds per
+grid (``time_interval``); how Qwen3-VL and VideoRoPE give a video its time is in
+:mod:`companion.video_time`.
 
 Numbers are numpy float64 and angles are formed in float64; ``x`` may use either pair
 layout of :mod:`companion.rope` (``"split"``, the ``rotate_half`` form of the library,
@@ -79,6 +83,7 @@ __all__ = [
     "LAYOUTS",
     "QWEN2_VL_SECTIONS",
     "QWEN3_VL_SECTIONS",
+    "ADVANCES",
     "pair_axes",
     "axis_frequencies",
     "angles",
@@ -294,40 +299,63 @@ def vision_positions(grid_thw: Grid, start: Start = 0, spatial_merge_size: Size 
     return start + np.stack([tk.ravel(), rows.ravel(), cols.ravel()])
 
 
-@contract(_text_and_grids)
-def multimodal_positions(segments: Segments, spatial_merge_size: Size = 1) -> tuple[np.ndarray, int]:
+#: How the start of the segment after a grid is found, one of :data:`ADVANCES`.
+ADVANCES = ("largest", "spatial")
+
+
+@contract(_text_and_grids, limit("(t - 1) * time_interval, the last temporal position of a grid of segments,",
+                                 lambda segments, time_interval: max(
+    [(int(s[0]) - 1) * time_interval for s in segments if not isinstance(s, numbers.Integral)], default=0),
+    MAX_POSITION, "2**32, the supported range of positions"))
+def multimodal_positions(segments: Segments, spatial_merge_size: Size = 1, time_interval: Positive = 1.0,
+                         advance: Annotated[str, OneOf(*ADVANCES)] = "largest") -> tuple[np.ndarray, int]:
     r"""M-RoPE positions of a sequence of text runs and images/videos, and the position delta.
 
     ``segments`` lists the sequence in order: an int ``n`` is a run of ``n`` text
     tokens, a triple ``(t, h, w)`` an image (``t = 1``) or video grid as in
-    :func:`vision_positions`. Each segment starts at
+    :func:`vision_positions`, whose temporal positions step by ``time_interval``
+    (1 for Qwen2-VL; ``tokens_per_second * second_per_grid`` for Qwen2.5-VL, Bai et
+    al. 2025, arXiv:2502.13923, section 2.1, "MRoPE aligned to absolute time"). Each
+    segment starts at
 
     .. math:: \text{start} = 1 + \max(\text{every position of every earlier token}) ,
 
-    0 for the first (the ``get_rope_index`` released with Qwen2-VL, Wang et al. 2024,
-    takes ``llm_pos_ids_list[-1].max() + 1``). Returns the positions, shape
-    ``(3, N)`` with ``N`` the number of tokens, and the *delta* ``max + 1 - N``: a
-    token generated after the sequence, at index ``N + j``, gets position
-    ``N + j + delta`` on every axis (Transformers' ``rope_deltas``). Because an image
-    of ``h' x w'`` tokens advances the positions only by ``max(h', w')``, the delta is
-    negative: a multimodal sequence uses fewer positions than it has tokens.
+    0 for the first (``advance="largest"``: the ``get_rope_index`` released with
+    Qwen2-VL and Qwen2.5-VL and kept in Transformers 4, which takes
+    ``llm_pos_ids_list[-1].max() + 1``). With ``advance="spatial"`` a grid moves the
+    start on by ``max(h', w')`` only, whatever its temporal extent, as Transformers
+    5.24's ``get_rope_index`` does (``current_pos += max(grid_thw[1], grid_thw[2]) //
+    spatial_merge_size``, in Qwen2-VL, Qwen2.5-VL and Qwen3-VL alike): the two agree
+    on images, and on videos whose last temporal position ``(t - 1) tau`` stays below
+    ``max(h', w')``; otherwise the text after a video reuses temporal positions of the
+    video.
 
-    Transformers 5.24's ``get_rope_index`` advances by ``max(h', w')`` after a grid
-    whatever its temporal extent; for an image, or a video whose ``t`` (times the
-    time interval) does not exceed ``max(h', w')``, that is the same start.
+    Returns the positions, shape ``(3, N)`` with ``N`` the number of tokens, and the
+    *delta* ``max + 1 - N``: a token generated after the sequence, at index ``N + j``,
+    gets position ``N + j + delta`` on every axis (Transformers' ``rope_deltas``).
+    Because an image of ``h' x w'`` tokens advances the positions only by
+    ``max(h', w')``, the delta is negative: a multimodal sequence uses fewer positions
+    than it has tokens.
     """
     parts, start = [], 0
     for segment in segments:
         if isinstance(segment, numbers.Integral):
             part = text_positions(int(segment), start)
+            # the next segment starts one past this run
+            start = int(part.max()) + 1
         else:
-            part = vision_positions([int(v) for v in segment], start, spatial_merge_size)
+            grid = [int(v) for v in segment]
+            part = vision_positions(grid, start, spatial_merge_size, time_interval)
+            if advance == "largest":
+                # one past the largest position so far
+                start = int(part.max()) + 1
+            else:
+                # the start moved on by the larger spatial side only
+                start += max(grid[1], grid[2]) // spatial_merge_size
         parts.append(part)
-        # the next segment starts one past the largest position so far
-        start = int(part.max()) + 1
     positions = np.concatenate(parts, axis=1)
     # delta = max + 1 - N
-    return positions, start - positions.shape[1]
+    return positions, int(positions.max()) + 1 - positions.shape[1]
 
 
 # ---------------------------------------------------------------------------

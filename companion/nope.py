@@ -81,8 +81,10 @@ def uniform_causal_weights(n: Size) -> np.ndarray:
     .. math:: A_{ij} = \begin{cases} 1/(i+1) & j \le i \\ 0 & j > i \end{cases}
 
     Query :math:`i` (0-based) sees keys :math:`0..i` and spreads its weight evenly
-    over those :math:`i + 1` keys (Haviv et al. 2022). Shape ``(n, n)``, float64;
-    each row sums to 1.
+    over those :math:`i + 1` keys (Haviv et al. 2022); each row sums to 1. ``n`` is
+    the number of tokens.
+
+    Shapes: returns ``(n, n)``, float64.
     """
     mask = causal_mask(n)
     # A_ij = 1 / (i + 1) for j <= i, the mask over its row count
@@ -94,7 +96,10 @@ def uniform_bidirectional_weights(n: Size) -> np.ndarray:
     r"""Attention weights of an unmasked head whose scores are all equal: :math:`A_{ij} = 1/n`.
 
     Every row is the same, so nothing in the output depends on the row's position
-    (the permutation argument; Haviv et al. 2022 contrast). Shape ``(n, n)``, float64.
+    (the permutation argument; Haviv et al. 2022 contrast). ``n`` is the number of
+    tokens.
+
+    Shapes: returns ``(n, n)``, float64.
     """
     # A_ij = 1 / n
     return np.full((n, n), 1.0 / n)
@@ -112,7 +117,10 @@ def position_signal(n: Size, causal: Flag = True) -> np.ndarray:
     Under the causal mask the output is a different number at every position, from
     which :func:`read_position` recovers :math:`i` exactly (Haviv et al. 2022); without
     the mask every position gets the same :math:`1/n` and carries no position.
-    Shape ``(n,)``, float64.
+    ``causal`` chooses between the two heads of :func:`uniform_causal_weights` and
+    :func:`uniform_bidirectional_weights`.
+
+    Shapes: returns ``(n,)``, float64.
     """
     weights = uniform_causal_weights(n) if causal else uniform_bidirectional_weights(n)
     # v_0 = 1, v_j = 0 for j > 0
@@ -143,8 +151,9 @@ def read_position(signal: Reals, rtol: Annotated[float, Real(gt=0.0, lt=1.0)] = 
 
     Each entry must be of the form :math:`1/(i+1)` for a whole :math:`i \ge 0`, up
     to relative error ``rtol``; anything else (0, negative, above 1, or between two
-    such values) raises ``ValueError``. Returns int64 positions of the shape of
-    ``signal`` (Haviv et al. 2022).
+    such values) raises ``ValueError``. Returns the positions (Haviv et al. 2022).
+
+    Shapes: ``signal`` any shape; returns its shape, int64.
     """
     # i = 1/o_i - 1, rounded to the whole number it stands for
     return np.rint(1.0 / signal).astype(np.int64) - 1
@@ -191,17 +200,10 @@ def attention_temperature(positions: Positions, floor_scale: Positive = 8192,
     1``, defaults ``floor_scale = 8192``, ``attn_scale = 0.1``, enabled by
     ``attn_temperature_tuning``) and Hugging Face's ``Llama4TextAttention``, both
     citing temperature tuning from Nakanishi (2025), "Scalable-Softmax Is Superior
-    for Attention" (arXiv:2501.19399).
+    for Attention" (arXiv:2501.19399). ``positions`` holds the 0-based absolute
+    positions :math:`p`; every entry of the result is >= 1.
 
-    Parameters
-    ----------
-    positions : non-negative integers (0-based absolute positions), any shape.
-    floor_scale : real > 0.
-    attn_scale : real >= 0.
-
-    Returns
-    -------
-    float64 array of the shape of ``positions``, every entry >= 1.
+    Shapes: ``positions`` any shape; returns its shape, float64.
     """
     p = positions.astype(np.float64)
     # tau(p) = ln(floor((p + 1) / floor_scale) + 1) attn_scale + 1
@@ -228,15 +230,12 @@ def single_key_weight(n_keys: Annotated[np.ndarray, WholeNumbers(minimum=1)], ma
     :math:`\tau > 1` sharpens it again; :math:`\tau = 1 + c \ln n` keeps it bounded
     away from 0.
 
-    Parameters
-    ----------
-    n_keys : integers >= 1 (the number of keys the query sees), any shape.
-    margin : real numbers, the score lead :math:`\delta` of the one key.
-    scale : real numbers > 0, the factor :math:`\tau` on every score (default 1).
+    ``n_keys`` is the number :math:`n` of keys the query sees, ``margin`` the score
+    lead :math:`\delta` of the one key, and ``scale`` the factor :math:`\tau` on every
+    score (default 1). The weight lies in (0, 1].
 
-    Returns
-    -------
-    float64 array, the broadcast shape of the three arguments, entries in (0, 1].
+    Shapes: ``n_keys``, ``margin`` and ``scale`` broadcastable; returns their broadcast
+    shape, float64.
     """
     # ln(n - 1) - tau delta (ln 0 = -inf for a single key, whatever the margin)
     with np.errstate(divide="ignore"):
@@ -283,12 +282,11 @@ def nope_layer_outputs(
     (Haviv et al. 2022; the first-layer construction of Kazemnejad et al. 2023).
 
     The layer depends on ``seed`` and the shapes only, not on ``n_sequences``: the
-    first sequences are the same whatever their number.
+    first sequences are the same whatever their number. Returns ``(outputs, tokens)``:
+    the outputs :math:`O` and the token ids.
 
-    Returns
-    -------
-    outputs : float64 array ``(n_sequences, n_tokens, d_model)``.
-    tokens : int64 array ``(n_sequences, n_tokens)`` of token ids.
+    Shapes: returns ``outputs`` ``(n_sequences, n_tokens, d_model)``, float64, and
+    ``tokens`` ``(n_sequences, n_tokens)``, int64.
     """
     rng = np.random.default_rng(seed)
     # embedding rows ~ N(0, 1), the last one BOS; W_Q, W_K, W_V ~ N(0, weight_std^2)
@@ -365,18 +363,19 @@ def position_probe(
     slot away (``BOS`` in slot 0, visible once ``weight_std`` is large enough for the
     query to matter).
 
-    Returns
-    -------
-    :class:`ProbeResult` with ``mae``, ``accuracy``, ``baseline_mae`` (the error of
-    always guessing the mean position, :math:`n/4` for even ``n_tokens``) and the
-    ``predicted`` positions of the test sequences. The global PyTorch random state
-    is left as it was. The training work, ``steps`` times ``n_train * n_tokens``
+    Returns a :class:`ProbeResult` with ``mae``, ``accuracy``, ``baseline_mae`` (the
+    error of always guessing the mean position, :math:`n/4` for even ``n_tokens``)
+    and the ``predicted`` positions of the test sequences. The global PyTorch random
+    state is left as it was. The training work, ``steps`` times ``n_train * n_tokens``
     rows times ``hidden * d_model``, may be at most ``2**38`` multiply-adds (160 times
-    the defaults, minutes on a CPU), and ``lr`` at most 10; more is refused.
+    the defaults, minutes on a CPU), and ``lr``, Adam's step size, at most 10; more is
+    refused.
 
     A probe is seeded, so the same arguments train the same probe: each is trained once
     per process and kept, and a second call returns a copy of the first result (a
     chapter's exercise and its check ask for the same probes).
+
+    Shapes: ``predicted`` ``(n_test, n_tokens)``, float64; column ``i`` holds slot ``i``.
     """
     result = _trained_probe(causal, n_tokens, d_model, vocab_size, weight_std, bos, n_train, n_test, hidden,
                             steps, lr, seed)

@@ -2,12 +2,15 @@ r"""RoPE in low precision: the angle ``m * theta_i``, its cosine and sine, and t
 
 A floating-point number with ``p`` significant bits holds a value ``x`` to within
 half a unit in the last place, ``|x| 2^-p``. An angle ``m theta_i`` formed in that
-format is therefore off by about ``m theta_i 2^-p`` radians: the error grows with the
-position, and a rotation cannot hide it (unlike ``2 pi`` itself, it does not wrap
-away). With ``p = 24`` (float32) that is about ``8e-3`` rad for the fastest pair at
-``m = 131072``; with ``p = 8`` (bfloat16) even the position ``m`` cannot be stored
-exactly past 256, and float16 overflows past 65504 (Micikevicius et al. 2018 on the
-formats; IEEE 754). Libraries therefore form the angles in float32 whatever the
+format from a rounded ``theta_i`` (and an exact ``m``) is rounded twice, so it is off by
+at most ``2 m theta_i 2^-p`` radians: the error can grow with the position, and a
+rotation cannot hide it (unlike ``2 pi`` itself, it does not wrap away). The bound is
+not the error: the fastest pair, ``theta_0 = 1``, is exact in float32 for every integer
+``m < 2^24`` (both factors and their product are stored exactly), and in a Llama 3 head
+(base 500000) the worst float32 angle at ``m = 131071`` is pair 2's, ``2.8e-3`` rad,
+about a quarter of that pair's bound. With ``p = 8`` (bfloat16) even the position ``m``
+cannot be stored exactly past 256, and float16 overflows past 65504 (Micikevicius et al.
+2018 on the formats; IEEE 754). Libraries therefore form the angles in float32 whatever the
 model's dtype (Hugging Face Transformers: ``position_ids.float() @ inv_freq.float()``
 with autocast disabled) and cast only ``cos`` and ``sin`` to the model's dtype, whose
 rounding (``2^-9`` relative in bfloat16) does not grow with the position.
@@ -62,10 +65,14 @@ _ANGLES = entries("positions.size * len(inv_freq)", lambda positions, inv_freq: 
 
 def _angles_held(positions, inv_freq, angle_dtype) -> None:
     """The angles ``m theta_i`` fit in ``angle_dtype`` (beyond, their cosines are nan)."""
-    largest = float(np.max(positions, initial=0)) * float(np.max(np.abs(inv_freq)))
-    if largest > torch.finfo(DTYPES[angle_dtype]).max:
+    # each factor is cast to angle_dtype before the product: a frequency it cannot hold is inf
+    # even at position 0, where the product would hide it (0 * inf = nan)
+    position, frequency = float(np.max(positions, initial=0)), float(np.max(np.abs(inv_freq), initial=0))
+    limit = torch.finfo(DTYPES[angle_dtype]).max
+    largest = max(position, frequency, position * frequency)
+    if largest > limit:
         raise ValueError(f"positions and inv_freq must give angles that angle_dtype {angle_dtype} can hold "
-                         f"(at most {torch.finfo(DTYPES[angle_dtype]).max:.4g}), got {largest:.4g}")
+                         f"(at most {limit:.4g}), got {largest:.4g}")
 
 
 def _held_in(*names: str):

@@ -87,9 +87,11 @@ def clipped_distances(n_queries: Size, n_keys: Size, k: Annotated[int, Integer(0
     .. math:: \operatorname{clip}(j - i, k) = \max\bigl(-k, \min(k, j - i)\bigr) .
 
     All distances beyond ``k`` share one learned vector, so a model trained on short
-    texts has seen every entry it will ever use. ``k`` is an integer >= 0 (``k = 0``
-    gives every pair the same vector: no position at all). Shape
-    ``(n_queries, n_keys)``, int64, values in ``-k..k``.
+    texts has seen every entry it will ever use. ``k`` is the paper's clipping
+    distance, an integer >= 0 (``k = 0`` gives every pair the same vector: no position
+    at all); the ``n_queries`` queries are the last of ``n_keys`` positions.
+
+    Shapes: returns ``(n_queries, n_keys)``, int64, values in ``-k..k``.
     """
     # j - i, shape (n_queries, n_keys)
     distances = relative_positions(n_queries, n_keys)
@@ -125,16 +127,12 @@ def shaw_scores(q: Sequences, k: Sequences, w_k: Matrix) -> np.ndarray:
 
     Shaw, Uszkoreit & Vaswani (2018), section 3. The table row ``r`` of ``w_k``
     holds :math:`w^K_{r - c}`, so ``w_k`` has :math:`2c + 1` rows for clipping
-    distance :math:`c`.
+    distance :math:`c`. ``q`` and ``k`` hold the queries :math:`q_i` and keys
+    :math:`k_j`, at least as many keys as queries.
 
-    Parameters
-    ----------
-    q : ``(..., n_queries, d)``; k : ``(..., n_keys, d)`` with ``n_keys >= n_queries``.
-    w_k : ``(2c + 1, d)``.
-
-    Returns
-    -------
-    ``(..., n_queries, n_keys)`` float64.
+    Shapes: ``q`` ``(..., n_queries, d)``; ``k`` ``(..., n_keys, d)`` with
+    ``n_keys >= n_queries``; ``w_k`` ``(2c + 1, d)``; returns ``(..., n_queries, n_keys)``,
+    float64.
     """
     c = (w_k.shape[0] - 1) // 2
     # row r of w_k holds w^K_{r - c}: the row of each pair is clip(j - i, c) + c, shape (n_queries, n_keys)
@@ -166,16 +164,15 @@ def shaw_attention(q: Sequences, k: Sequences, v: Sequences, w_k: Matrix, w_v: M
     section 3). The paper shares the tables across heads, so leading (head)
     dimensions of ``q``, ``k``, ``v`` broadcast against one table.
 
-    Parameters
-    ----------
-    q : ``(..., n_queries, d)``; k : ``(..., n_keys, d)``; v : ``(..., n_keys, d_v)``.
-    w_k : ``(2c + 1, d)``; w_v : ``(2c + 1, d_v)``, the same ``c``.
-    mask : optional boolean, broadcastable to ``(..., n_queries, n_keys)``; ``True``
-        means "may attend".
+    ``w_k`` and ``w_v`` are the tables of :math:`w^K` and :math:`w^V`, with the same
+    clipping distance :math:`c`; ``mask``, if given, is ``True`` where a query may
+    attend to a key. Returns ``(z, alpha)``: the outputs :math:`z_i` and the weights
+    :math:`\alpha_{ij}`.
 
-    Returns
-    -------
-    z : ``(..., n_queries, d_v)`` and alpha : ``(..., n_queries, n_keys)``.
+    Shapes: ``q`` ``(..., n_queries, d)``; ``k`` ``(..., n_keys, d)``; ``v``
+    ``(..., n_keys, d_v)``; ``w_k`` ``(2c + 1, d)``; ``w_v`` ``(2c + 1, d_v)``; ``mask``
+    broadcastable to ``(..., n_queries, n_keys)``; returns ``z`` ``(..., n_queries, d_v)``
+    and ``alpha`` ``(..., n_queries, n_keys)``.
     """
     # e_ij, shape (..., n_queries, n_keys)
     e = shaw_scores(q, k, w_k)
@@ -215,7 +212,10 @@ def signed_sinusoid(distances: Integers, d: EvenSize, base: Positive = absolute.
     (sine odd, cosine even): :math:`R_{-t}` is :math:`R_{t}` with its sine components
     negated. Transformer-XL (Dai et al. 2019) uses :math:`R_{i-j}` with
     :math:`i \ge j`; negative ``t`` only occurs for masked (future) pairs.
-    Shape ``distances.shape + (d,)``, float64.
+    ``distances`` holds the distances ``t``; ``d`` and ``base`` are those of
+    :func:`companion.absolute.sinusoidal`.
+
+    Shapes: ``distances`` any shape; returns ``distances.shape + (d,)``, float64.
     """
     # R_|t|, shape distances.shape + (d,)
     r = sinusoidal(np.abs(distances), d, base)
@@ -254,20 +254,17 @@ def transformer_xl_terms(e_q: Matrix, e_k: Matrix, w_q: Matrix, w_ke: Matrix, w_
     reference code divides their sum by :math:`\sqrt{d_\text{head}}` before the
     softmax.
 
-    Parameters
-    ----------
-    e_q : ``(n_queries, d_model)`` content of the queries (the current segment).
-    e_k : ``(n_keys, d_model)`` content of the keys (memory then segment),
-        ``n_keys >= n_queries``; query row ``r`` is at position
-        ``r + n_keys - n_queries``.
-    w_q, w_ke : ``(d_model, d_head)``; w_kr : ``(d_r, d_head)`` with ``d_r`` even
-        (the width of :math:`R`, ``d_model`` in the paper).
-    u, v : ``(d_head,)`` learned vectors replacing the query's position.
-    base : real > 0 for the sinusoid.
+    ``e_q`` is the content of the queries (the current segment) and ``e_k`` that of the
+    keys (memory then segment), with at least as many keys as queries: query row ``r``
+    is at position ``r + n_keys - n_queries``. ``w_q``, ``w_ke`` and ``w_kr`` are
+    :math:`W_q`, :math:`W_{k,E}` and :math:`W_{k,R}`; the number ``d_r`` of rows of
+    ``w_kr`` is the width of :math:`R` (``d_model`` in the paper), even. ``u`` and
+    ``v`` are the learned vectors that replace the query's position, and ``base`` is
+    that of the sinusoid. Returns :class:`XLTerms` ``(a, b, c, d, total)``.
 
-    Returns
-    -------
-    :class:`XLTerms` ``(a, b, c, d, total)``, each ``(n_queries, n_keys)`` float64.
+    Shapes: ``e_q`` ``(n_queries, d_model)``; ``e_k`` ``(n_keys, d_model)``; ``w_q`` and
+    ``w_ke`` ``(d_model, d_head)``; ``w_kr`` ``(d_r, d_head)``; ``u`` and ``v``
+    ``(d_head,)``; each term ``(n_queries, n_keys)``, float64.
     """
     n_q, n_k = e_q.shape[0], e_k.shape[0]
     # R_t W_kR for the distances t = i - j from 1 - n_q (row 0) to n_k - 1
@@ -329,17 +326,13 @@ def t5_bucket(relative_position: Integers, bidirectional: Flag = True, num_bucke
     buckets for one direction) falls in the last bucket: the floor reaches ``B - 1``
     well before ``max_distance``.
 
-    Parameters
-    ----------
-    relative_position : integers of any shape and sign (key position minus query
-        position).
-    bidirectional : bool.
-    num_buckets : int; even and >= 4 when bidirectional, >= 2 otherwise.
-    max_distance : int greater than the number of exact buckets.
+    ``relative_position`` holds integers of either sign, the key's position minus the
+    query's; ``bidirectional`` picks the encoder's rule (true) or the decoder's.
+    ``num_buckets`` must be even and >= 4 when bidirectional, >= 2 otherwise, and
+    ``max_distance`` greater than the number of exact buckets.
 
-    Returns
-    -------
-    int64 array of the shape of ``relative_position``, values in ``0..num_buckets-1``.
+    Shapes: ``relative_position`` any shape; returns its shape, int64, values in
+    ``0..num_buckets-1``.
     """
     rp = relative_position
     if bidirectional:
@@ -380,14 +373,13 @@ def t5_bias(table: Matrix, n_queries: Size, n_keys: Size | None = None, bidirect
     added to :math:`q_i \cdot k_j` before the softmax (Raffel et al. 2020; T5 does
     not divide scores by :math:`\sqrt{d}`, its initialisation absorbs it).
 
-    Parameters
-    ----------
-    table : ``(num_buckets, n_heads)`` learned scalars.
-    n_queries, n_keys : sizes; queries are the last positions (``n_keys >= n_queries``).
+    ``table`` is :math:`T`, the learned scalars, one row per bucket and one column per
+    head. The ``n_queries`` queries are the last positions of the ``n_keys`` keys
+    (``n_keys >= n_queries``); ``bidirectional`` and ``max_distance`` are those of
+    :func:`t5_bucket`.
 
-    Returns
-    -------
-    ``(n_heads, n_queries, n_keys)`` float64.
+    Shapes: ``table`` ``(num_buckets, n_heads)``; returns ``(n_heads, n_queries, n_keys)``,
+    float64.
     """
     # bucket(j - i), shape (n_queries, n_keys)
     bucket = t5_bucket(relative_positions(n_queries, n_keys), bidirectional, table.shape[0],
@@ -452,18 +444,12 @@ def position_cost(
     ``content_multiply_adds``: plain attention's :math:`QK^{\mathsf T}` and
     :math:`AV` per layer, :math:`2 H n_q n_k d_\text{head}`, for scale.
 
-    Parameters
-    ----------
-    method : ``"shaw"``, ``"transformer_xl"`` or ``"t5"``.
-    n_layers, n_heads, d_head, n_queries : integers >= 1.
-    n_keys : integer >= ``n_queries`` (default ``n_queries``).
-    clip : Shaw's clipping distance :math:`c`, integer >= 0.
-    num_buckets : T5's number of buckets :math:`B`, integer >= 2.
-    tied_uv : Transformer-XL only; one :math:`u, v` pair for all layers.
-
-    Returns
-    -------
-    :class:`PositionCost` ``(parameters, multiply_adds, content_multiply_adds)`` of ints.
+    ``method`` is one of ``"shaw"``, ``"transformer_xl"`` and ``"t5"``; ``n_keys``
+    defaults to ``n_queries`` and may not be fewer. ``clip`` is Shaw's clipping
+    distance :math:`c`, ``num_buckets`` T5's number of buckets :math:`B`, and
+    ``tied_uv`` (Transformer-XL only) counts one :math:`u, v` pair for all layers.
+    Returns a :class:`PositionCost` ``(parameters, multiply_adds,
+    content_multiply_adds)`` of ints.
     """
     L, H, d_h = n_layers, n_heads, d_head
     n_q, n_k = n_queries, n_queries if n_keys is None else n_keys

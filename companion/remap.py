@@ -29,6 +29,19 @@ token, so one rotation per query and one per key no longer suffices.
   ``n mod s``, so a cache of rotated keys still works; each query is rotated three
   times (:func:`dca_scores`).
 
+Neither ReRoPE needs keys rotated again at generation. Both of Su's passes rotate a
+key by its own position only (``R_n k``; and ``k`` itself for ReRoPE, ``R_n k`` with
+``theta / k`` for Leaky ReRoPE), so a cache can hold the two copies each key gets
+when it arrives, and each new query is rotated twice (:func:`rerope_step`): exact,
+at twice the key memory. The released decoding path instead rotates every cached raw
+key by its clipped distance at every step (``q_len == 1`` in ``rerope_patch.py``).
+
+The released DCA code (github.com/HKUNLP/ChunkLlama, ``chunkllama_attn_replace.py``,
+``replace_with_chunkllama``) sets ``chunk_size = 3 L / 4`` as its largest query index
+and ``local_window = L / 16`` for a pretraining length ``L``, and cuts chunks of
+``chunk_size - local_window`` tokens: in the terms above ``s = 3L/4 - L/16`` and
+``c - 1 = 3L/4`` (:func:`dca_released_settings`).
+
 Su's ReRoPE code also multiplies every query at position ``m`` by
 ``max(1, ln(m + 1) / ln L)`` for a training length ``L`` (:func:`logn_scale`), the
 "log n" scaling that keeps the softmax from flattening as the number of keys grows.
@@ -54,6 +67,7 @@ from ._contracts import (
     limit,
     ordered,
     pairs_fit,
+    rule,
     same_size,
 )
 
@@ -67,6 +81,9 @@ __all__ = [
     "rerope_two_pass",
     "dca_scores",
     "logn_scale",
+    "rerope_cache",
+    "rerope_step",
+    "dca_released_settings",
 ]
 
 #: A training length: an integer in 2..2**32 (``ln L > 0``).
@@ -273,3 +290,74 @@ def logn_scale(positions: Positions, trained_length: TrainedLength) -> np.ndarra
     # max(1, ln(m + 1) / ln L)
     return np.maximum(1.0, np.log(positions + 1.0) / np.log(trained_length))
 
+
+
+def _one_query(q, k_near, k_far) -> None:
+    """One query ``(d,)`` and two cached copies ``(n, d)`` of the same keys."""
+    if q.ndim != 1 or k_near.shape != k_far.shape or k_near.ndim != 2 or k_near.shape[1] != q.size:
+        raise ValueError(f"q must have shape (d,) and k_near, k_far the same shape (n, d), got {q.shape}, "
+                         f"{k_near.shape} and {k_far.shape}")
+
+
+@contract(pairs_fit("k"), limit("window * leak", lambda window, leak: window * (leak or 1), MAX_POSITION,
+                               "2**32, the supported range of positions"))
+def rerope_cache(k: Matrix, window: Size, inv_freq: Frequencies, leak: Size | None = None,
+                 layout: Layout = "split") -> tuple[np.ndarray, np.ndarray]:
+    r"""The two copies (Leaky) ReRoPE can cache for keys ``k`` at positions ``0 .. n-1``: ``(R_n k_n, far copy)``.
+
+    The near copy ``R_n k_n`` serves the distances below the window (pass 1 of
+    :func:`rerope_two_pass`); the far copy serves the rest: ``k_n`` itself for ReRoPE,
+    ``R_n k_n`` with the frequencies ``theta / leak`` for Leaky ReRoPE. Both depend on
+    the key's own position only, so neither changes while the cache grows. Returns two
+    ``(n, d)`` arrays.
+    """
+    n = np.arange(k.shape[0])
+    near = _rope.rotate(k, n, inv_freq, layout)
+    far = k.copy() if leak is None else _rope.rotate(k, n, inv_freq / leak, layout)
+    return near, far
+
+
+@contract(rule(("q", "k_near", "k_far"), _one_query), pairs_fit("q"),
+          limit("window * leak", lambda window, leak: window * (leak or 1), MAX_POSITION,
+                "2**32, the supported range of positions"))
+def rerope_step(q: Annotated[np.ndarray, Array(ndim=1)], k_near: Matrix, k_far: Matrix, window: Size,
+                inv_freq: Frequencies, leak: Size | None = None, layout: Layout = "split") -> np.ndarray:
+    r"""Scores of the newest query, at position ``t = n - 1``, against ``n`` cached keys, no key rotated again.
+
+    ``k_near``, ``k_far``: the copies of :func:`rerope_cache`. The query is rotated
+    twice: by ``t`` for the keys with ``t - n < w`` (against ``k_near``), and by ``w``
+    (ReRoPE) or by ``t + w (leak - 1)`` with ``theta / leak`` (Leaky ReRoPE) for the
+    rest (against ``k_far``). Equal to the last row of :func:`remapped_scores` with
+    :func:`rerope_distance` or :func:`leaky_rerope_distance`. Returns ``(n,)``, unscaled.
+    """
+    n = k_near.shape[0]
+    t, w = n - 1, window
+    near = k_near @ _rope.rotate(q, t, inv_freq, layout)
+    if leak is None:
+        far = k_far @ _rope.rotate(q, w, inv_freq, layout)
+    else:
+        far = k_far @ _rope.rotate(q, t + w * (leak - 1), inv_freq / leak, layout)
+    # distances t - j below the window use the near copies
+    return np.where(t - np.arange(n) < w, near, far)
+
+
+@contract
+def dca_released_settings(pretraining_length: Annotated[int, Integer(16, MAX_POSITION, multiple=16,
+                                                                     why="the code takes 3L/4 and L/16")],
+                          local_window: Size | None = None) -> tuple[int, int]:
+    r"""The ``(chunk, trained_length)`` of :func:`dca_distances` that the released DCA code uses.
+
+    ``chunkllama_attn_replace.replace_with_chunkllama``: ``chunk_size = 3 L // 4``,
+    ``local_window = L // 16`` unless given; chunks of ``chunk_len = chunk_size -
+    local_window`` tokens; keys at ``n mod chunk_len``, queries at ``m mod chunk_len``
+    (own chunk), ``min(m mod chunk_len + chunk_len, chunk_size)`` (previous chunk) and
+    ``chunk_size`` (earlier chunks). That is :func:`dca_distances` with ``s =
+    chunk_len`` and ``c - 1 = chunk_size``: the code never rotates by more than ``3L/4``,
+    and its exact window is ``c - s = local_window + 1`` tokens. Returns
+    ``(chunk_len, chunk_size + 1)``.
+    """
+    chunk_size = pretraining_length * 3 // 4
+    window = pretraining_length // 16 if local_window is None else local_window
+    if window >= chunk_size:
+        raise ValueError(f"local_window must be below chunk_size = 3 L / 4 = {chunk_size}, got {window}")
+    return chunk_size - window, chunk_size + 1

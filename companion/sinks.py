@@ -24,6 +24,16 @@ weight ``1 / (i + 1 + e^z)``, and the total weight on real keys,
 ``(i + 1) / (i + 1 + e^z)``, grows with ``i``. Values that are all equal, which
 carry no position through a plain softmax, carry it through a sink
 (:func:`counted_mass`, :func:`read_count`).
+
+StreamingLLM numbers the cached tokens by their place in the cache. That does not
+force keys to be cached raw and rotated again at every step. The rolling keys are
+contiguous, so a query and a rolling key are as far apart in cache positions as in
+text positions; only the distances to the sink tokens change. Caching every key
+rotated once by its *text* position (the sinks' text positions are their cache
+positions), and rotating the query twice -- by its text position for the rolling
+keys and by its cache position for the sinks -- gives the same scores exactly, with
+no key touched again (:func:`streaming_scores_cached` against
+:func:`streaming_scores`).
 """
 from __future__ import annotations
 
@@ -32,14 +42,19 @@ from typing import Annotated
 import numpy as np
 
 from . import attention as _attention
+from . import rope as _rope
 from ._contracts import (
+    MAX_POSITION,
     Array,
     Finite,
+    Frequencies,
+    Integer,
     Mask,
     NonNegative,
     Real,
     Sequences,
     Size,
+    Vectors,
     broadcast_to_leading,
     contract,
     entries,
@@ -58,6 +73,8 @@ __all__ = [
     "counted_mass",
     "read_count",
     "streaming_cache",
+    "streaming_scores",
+    "streaming_scores_cached",
 ]
 
 #: Scores ``(..., n_keys)``: finite, or ``-inf`` for a masked key.
@@ -195,3 +212,74 @@ def streaming_cache(n_tokens: Size, window: Size, n_sink: NonNegative = 4) -> tu
     kept = np.concatenate([np.arange(min(n_sink, n_tokens)), recent])
     # positions within the cache
     return kept, np.arange(kept.size)
+
+
+#: A pair layout of :mod:`companion.rope`.
+Layout = _rope.Layout
+#: A number of sink tokens: an integer in 0..2**32.
+SinkCount = Annotated[int, Integer(0, MAX_POSITION)]
+#: Keys of every token so far, ``(n, d)``.
+Keys = Annotated[np.ndarray, Array(ndim=2, nonempty=True)]
+
+
+def _query_fits_keys(q, k, inv_freq) -> None:
+    """One query of width ``d``, keys ``(n, d)``, ``d = 2 len(inv_freq)``."""
+    if q.shape != (2 * inv_freq.size,) or k.shape[1] != 2 * inv_freq.size:
+        raise ValueError(f"q must have shape (d,) and k shape (n, d) with d = 2 * len(inv_freq) = {2 * inv_freq.size},"
+                         f" got {q.shape} and {k.shape}")
+
+
+@contract(_query_fits_keys)
+def streaming_scores(q: Vectors, k: Keys, window: Size, inv_freq: Frequencies, n_sink: SinkCount = 4,
+                     layout: Layout = "split") -> np.ndarray:
+    r"""StreamingLLM's scores of the newest query, with raw keys rotated by their cache positions.
+
+    After ``n = len(k)`` tokens the cache keeps :func:`streaming_cache`'s tokens at
+    cache positions ``c_j = 0 .. len(kept) - 1``; the newest token is the last kept,
+    at ``c_q``. The scores are
+
+    .. math:: s_j = (R_{c_q}\, q) \cdot (R_{c_j}\, k_j) ,
+
+    computed here as their definition reads: every kept raw key rotated again by its
+    current cache position, ``len(kept)`` rotations per generated token. ``q``: the
+    newest token's query ``(d,)``; ``k``: raw keys of all ``n`` tokens ``(n, d)``.
+    Returns ``(len(kept),)``, unscaled.
+    """
+    kept, cache = streaming_cache(k.shape[0], window, n_sink)
+    # every kept key turned by its place in the cache, the query by its own
+    keys = _rope.rotate(k[kept], cache, inv_freq, layout)
+    query = _rope.rotate(q, cache[-1], inv_freq, layout)
+    return keys @ query
+
+
+@contract(rule(("q", "k_rotated", "inv_freq"), _query_fits_keys))
+def streaming_scores_cached(q: Vectors, k_rotated: Keys, window: Size, inv_freq: Frequencies,
+                            n_sink: SinkCount = 4, layout: Layout = "split") -> np.ndarray:
+    r"""The same scores as :func:`streaming_scores` from keys rotated once, by their text positions.
+
+    ``k_rotated[j] = R_j k_j``: each key turned by its text position ``j`` when it
+    entered the cache, and never again (the sinks, tokens ``0 .. n_sink - 1``, have
+    the same text and cache positions). With the newest token at text position
+    ``t = n - 1`` and cache position ``c_q``, a rolling key ``j`` sits at cache
+    position ``c_q - (t - j)``, so
+
+    .. math::
+
+        (R_{c_q} q) \cdot (R_{c_q - (t - j)} k_j) = q^{\mathsf T} R_{j - t}\, k_j
+        = (R_t\, q) \cdot (R_j\, k_j) ,
+
+    and a sink ``s`` needs ``(R_{c_q} q) \cdot (R_s k_s)``. The query is rotated twice
+    (by ``t`` for the rolling keys, by ``c_q`` for the sinks): ``O(d)`` work per
+    token, no key rotated again, nothing that drifts. Angles are formed in float64
+    (:func:`companion.rope.rotate`), which a long stream needs: ``t`` grows without
+    bound. Returns ``(len(kept),)``, unscaled.
+    """
+    n = k_rotated.shape[0]
+    kept, cache = streaming_cache(n, window, n_sink)
+    n_sinks_kept = min(n_sink, n) if n > n_sink + window else 0
+    # the query turned by its text position (rolling keys) and by its cache position (sinks)
+    by_text = _rope.rotate(q, n - 1, inv_freq, layout)
+    by_cache = _rope.rotate(q, cache[-1], inv_freq, layout)
+    scores = k_rotated[kept] @ by_text
+    scores[:n_sinks_kept] = k_rotated[kept[:n_sinks_kept]] @ by_cache
+    return scores

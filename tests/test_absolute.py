@@ -193,6 +193,21 @@ def test_learned_table_looks_up_rows(device):
     torch.testing.assert_close(out, layer.table.weight[[0, 3, 9]])
 
 
+def test_learned_rows_start_as_bert_and_gpt2_draw_them():
+    """The rows start as N(0, 0.02^2): BERT's and GPT-2's ``initializer_range = 0.02`` (Devlin
+    et al. 2018; Radford et al. 2019; Hugging Face ``BertConfig`` and ``GPT2Config``). Over
+    1024 x 64 draws the sample standard deviation lies within 1% of 0.02 (its own standard
+    error is 0.14%), and the mean within 0.0003 (5 standard errors) of 0."""
+    from transformers import BertConfig, GPT2Config
+
+    assert BertConfig().initializer_range == GPT2Config().initializer_range == 0.02
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        weight = absolute_torch.LearnedPositions(1024, 64).table.weight.detach().double()
+    assert weight.std().item() == pytest.approx(0.02, rel=0.01)
+    assert abs(weight.mean().item()) < 0.0003
+
+
 def test_gpt2_table_has_no_row_for_position_1024():
     gpt2 = absolute_torch.LearnedPositions(1024, 8)
     assert gpt2(torch.arange(1024)).shape == (1024, 8)
@@ -288,3 +303,40 @@ def test_score_terms_reject_mismatched_shapes():
         absolute.score_terms(e, e, np.zeros((5, 2)), np.zeros((4, 2)))
     with pytest.raises(ValueError, match="w_k must"):
         absolute.score_terms(e, e, np.zeros((4, 2)), np.zeros((4, 3)))
+
+
+# --- the base and the edges of the ranges ----------------------------------------------
+
+def test_every_function_uses_the_base_it_is_given():
+    """Vaswani et al.'s omega_i = base^(-2i/d) at a base other than 10000, through every function."""
+    d, base = 8, 100.0
+    omega = base ** (-2.0 * np.arange(d // 2) / d)
+    np.testing.assert_allclose(absolute.wavelengths(d, base), 2 * np.pi / omega, rtol=1e-15)
+    np.testing.assert_allclose(absolute.rotation_for_offset(3, d, base) @ absolute.sinusoidal([5], d, base)[0],
+                               absolute.sinusoidal([8], d, base)[0], atol=1e-14)
+    m, n = np.array([0, 7, 20]), np.array([3, 2, 9])
+    by_distance = np.cos(np.multiply.outer(m - n, omega)).sum(axis=-1)
+    np.testing.assert_allclose(absolute.position_dot_products(m, n, d, base), by_distance, atol=1e-13)
+    np.testing.assert_allclose(absolute.dot_product_at_distance(m - n, d, base), by_distance, atol=1e-13)
+    np.testing.assert_allclose(absolute.position_score(m, -3 + 4, np.eye(d), base),
+                               np.cos(omega).sum() * np.ones(3), atol=1e-13)
+
+
+def test_position_score_accepts_m_plus_k_at_both_ends_of_the_range():
+    """``m + k`` may be 0 (the first position) and 2**32 (the last supported one); one past either is refused
+    with the offending value."""
+    np.testing.assert_allclose(absolute.position_score([3], -3, np.eye(2)), np.cos(3.0), rtol=1e-15)  # PE(3).PE(0)
+    top = 2**32
+    assert np.isfinite(absolute.position_score([top - 1], 1, np.eye(2)))
+    with pytest.raises(ValueError, match=r"^m \+ k must be >= 0 .*; got min\(m\) \+ k = -1$"):
+        absolute.position_score([3, 4], -4, np.eye(2))
+    with pytest.raises(ValueError, match=r"^m \+ k must be at most 2\*\*32 .*; got max\(m\) \+ k = 4294967297$"):
+        absolute.position_score([0, top - 1], 2, np.eye(2))
+
+
+def test_the_largest_perplexity_float64_holds_is_returned():
+    """A mean negative log-likelihood of exactly ln(1.8e308) gives the largest float64, not a refusal."""
+    limit = float(np.log(np.finfo(np.float64).max))
+    p = float(np.exp(-limit))
+    assert -math.log(p) == limit
+    assert absolute.perplexity([p]) == pytest.approx(np.finfo(np.float64).max, rel=1e-12)

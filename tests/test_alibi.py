@@ -181,6 +181,23 @@ def test_effective_span_is_capped_by_the_row():
     np.testing.assert_array_equal(alibi.effective_span(4, 1, 0.5), np.zeros(4, dtype=np.int64))
 
 
+def test_effective_span_at_a_share_reached_exactly_and_a_share_within_rounding_of_one():
+    """The span is the smallest D whose cumulative weight is >= share: a share equal to the first
+    key's weight gives 0; a share one ulp below 1, which rounding may leave above every cumulative
+    weight of the row, still gives a distance inside the row (at most n_keys - 1)."""
+    first = float(alibi.distance_weights(1, 2)[0, 0])
+    assert alibi.effective_span(1, 2, first)[0] == 0
+    assert alibi.effective_span(1, 2, np.nextafter(first, 0.0))[0] == 0
+    assert alibi.effective_span(1, 2, np.nextafter(first, 1.0))[0] == 1
+    spans = alibi.effective_span(8, 100, np.nextafter(1.0, 0.0))
+    assert spans.max() == 99 and spans.min() >= 0
+
+
+def test_a_distance_past_the_row_is_refused_with_the_row_s_range():
+    with pytest.raises(ValueError, match=r"^distance must be an integer in 0\.\.9 \(n_keys - 1\), got 10$"):
+        alibi.tail_weight(8, 10, 10)
+
+
 def test_bad_span_arguments_are_rejected():
     with pytest.raises(ValueError, match="share"):
         alibi.effective_span(8, 10, 1.0)

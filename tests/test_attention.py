@@ -65,6 +65,30 @@ def test_softmax_rejects_bad_axis():
         attention.softmax(np.zeros((2, 2)), axis=2)
 
 
+def test_softmax_names_the_axes_it_accepts():
+    with pytest.raises(ValueError, match=r"^axis must be an integer in \[-2, 1\] for scores of shape \(3, 4\), got 2$"):
+        attention.softmax(np.zeros((3, 4)), axis=2)
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_softmax_refuses_one_slice_with_nothing_to_attend_to(axis):
+    """One row (or column) entirely -inf is refused even when every other slice keeps a finite entry."""
+    scores = np.array([[0.0, 1.0, -np.inf], [-np.inf, -np.inf, -np.inf], [2.0, 0.0, 1.0]])
+    scores = scores if axis == -1 else scores.T
+    with pytest.raises(ValueError, match="a slice that is entirely -inf leaves nothing to attend to"):
+        attention.softmax(scores, axis=axis)
+
+
+def test_self_attention_adds_the_bias_it_is_given():
+    rng = np.random.default_rng(4)
+    x, w_q, w_k, w_v = rng.normal(size=(5, 4)), rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))
+    bias = rng.normal(size=(5, 5))
+    out, weights = attention.self_attention(x, w_q, w_k, w_v, bias=bias)
+    ref_out, ref_weights = reference_attention(x @ w_q, x @ w_k, x @ w_v, bias=bias)
+    np.testing.assert_allclose(weights, ref_weights, atol=1e-12)
+    np.testing.assert_allclose(out, ref_out, atol=1e-12)
+
+
 def test_causal_mask_square_and_with_cached_keys():
     assert attention.causal_mask(3).tolist() == [[True, False, False], [True, True, False], [True, True, True]]
     # two new queries after three cached keys: the queries are positions 3 and 4

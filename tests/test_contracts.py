@@ -493,6 +493,219 @@ def test_the_probes_model_sizes_are_chapter_5s():
     assert layer == {name: probe[name] for name in layer}
 
 
+# --- every default and where its value comes from -------------------------------------------
+
+def _all_defaults() -> dict:
+    """``{callable: {parameter: default}}`` for every public callable that has a default."""
+    found = {}
+    for key in bad_inputs.public_callables():
+        obj = bad_inputs.resolve(key)
+        signature = inspect.signature(obj.__init__ if isinstance(obj, type) else obj)
+        defaults = {name: p.default for name, p in signature.parameters.items() if p.default is not p.empty}
+        if defaults:
+            found[key] = defaults
+    return found
+
+
+_ADJACENT = ["rope.pair_indices", "rope.rotate", "rope.rotation_matrices", "rope.rotate_by_matrices", "rope.to_complex",
+             "rope.from_complex", "rope.rotate_complex", "rope.score", "rope.relative_score", "rope.complex_score",
+             "rope.self_attention", "rope_torch.RotaryEmbedding", "symbolic.rotation_matrix"]
+
+#: Every default of a public callable, grouped by where its value comes from: ``(id, source,
+#: {callable: {parameter: value}})``. The tests above also read the library's own values
+#: where it has them; here every default is written down beside its source, and a default
+#: that is added or changed fails until its source is named.
+DEFAULT_SOURCES = [
+    ("vaswani-base", "base 10000: the sinusoid of Vaswani et al. (2017), section 3.5, kept by Transformer-XL "
+     "(Dai et al. 2019), RoFormer (Su et al. 2021, eq. 15) and Llama 1 and 2 (LlamaConfig's rope_theta)", {
+         **{f"absolute.{name}": {"base": 10000.0} for name in (
+             "frequencies", "wavelengths", "sinusoidal", "rotation_for_offset", "position_dot_products",
+             "dot_product_at_distance", "position_score")},
+         "absolute_torch.SinusoidalPositions": {"base": 10000.0},
+         "relative.signed_sinusoid": {"base": 10000.0}, "relative.transformer_xl_terms": {"base": 10000.0},
+         "relative_torch.TransformerXLScores": {"base": 10000.0},
+         "rope.inv_freq": {"base": 10000.0}, "rope_torch.RotaryEmbedding": {"base": 10000.0},
+         "mrope.axial_inv_freq": {"base": 10000.0}, "interpolation.pi_bound_ratio": {"base": 10000.0},
+         **{f"scaling.{name}": {"base": 10000.0} for name in (
+             "unscaled", "position_interpolation", "ntk_base", "ntk_per_pair", "ntk_aware", "dynamic_ntk", "yarn",
+             "yarn_correction_range", "yarn_code_ramp", "yarn_code", "yarn_curves", "longrope", "proportional")},
+         "trained_range.extension": {"base": 10000.0},
+     }),
+    ("llama-2-head", "L 4096 and d 128: Llama 2's training length (max_position_embeddings) and head width "
+     "(Touvron et al. 2023), the model that chapter 6 extends and that Chen et al. (2023) bound", {
+         **{f"scaling.{name}": {"L": 4096} for name in (
+             "unscaled", "position_interpolation", "ntk_aware", "dynamic_ntk", "yarn", "yarn_code", "base_change",
+             "longrope")},
+         "scaling.yarn_curves": {"d": 128, "L": 4096}, "trained_range.extension": {"d": 128, "L": 4096},
+         "interpolation.pi_bound_ratio": {"d": 128},
+     }),
+    ("figure-6-extension", "s 8: chapter 6's figure extends the Llama 2 head eight times, 4,096 to 32,768 tokens", {
+        "scaling.yarn_curves": {"s": 8.0}, "trained_range.extension": {"s": 8.0},
+    }),
+    ("trained-length", "s 1: the length the model was trained for, where every method leaves RoPE as it is "
+     "(Chen et al. 2023's s = L'/L; Hugging Face's factor 1.0)", {
+         f"scaling.{name}": {"s": 1.0} for name in (
+             "unscaled", "position_interpolation", "ntk_aware", "dynamic_ntk", "yarn", "yarn_code", "base_change",
+             "longrope", "proportional")
+     }),
+    ("llama-3.1", "Llama 3.1's rope_scaling (Dubey et al. 2024; its config.json): factor 8, low_freq_factor 1, "
+     "high_freq_factor 4, original_max_position_embeddings 8192, rope_theta 500000", {
+         "scaling.llama3": {"s": 8.0, "L": 8192, "base": 500_000.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+         "scaling.llama3_bands": {"L": 8192, "base": 500_000.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+     }),
+    ("code-llama", "base 10**6: Code Llama's rope_theta (Roziere et al. 2023)", {
+        "scaling.base_change": {"base": 1_000_000.0},
+    }),
+    ("yarn", "YaRN's ramp from alpha = beta_slow = 1 to beta = beta_fast = 32 turns, rounded outward (Peng et "
+     "al. 2024, section 3.2; jquesnelle/yarn and Hugging Face _compute_yarn_parameters); DeepSeek-V2's "
+     "yarn_get_mscale with mscale 1", {
+         "scaling.yarn_ramp": {"alpha": 1.0, "beta": 32.0}, "scaling.yarn": {"alpha": 1.0, "beta": 32.0},
+         "scaling.yarn_curves": {"alpha": 1.0, "beta": 32.0},
+         **{f"scaling.{name}": {"beta_fast": 32.0, "beta_slow": 1.0, "truncate": True} for name in (
+             "yarn_correction_range", "yarn_code_ramp", "yarn_code")},
+         "scaling.yarn_mscale": {"mscale": 1.0},
+     }),
+    ("t5", "T5's bias (Raffel et al. 2020; T5Config): 32 buckets, max_distance 128, bidirectional as in the "
+     "encoder", {
+         "relative.t5_bucket": {"bidirectional": True, "num_buckets": 32, "max_distance": 128},
+         "relative.t5_bias": {"bidirectional": True, "max_distance": 128},
+         "relative_torch.T5RelativeBias": {"num_buckets": 32, "max_distance": 128, "bidirectional": True},
+     }),
+    ("chapter-2-costs", "chapter 2's cost comparison: Shaw's clip 16, T5's 32 buckets, one u and v per layer "
+     "(Dai et al. 2019)", {
+         "relative.position_cost": {"clip": 16, "num_buckets": 32, "tied_uv": False},
+     }),
+    ("independent-keys", "random scores draw keys independent of the queries (chapter 3's expectation over "
+     "q, k ~ N(0, I)); k = q is the case asked for", {
+         "pair_usage.random_scores": {"tied": False},
+     }),
+    ("chapter-5-probe", "chapter 5's head and probe (section 5.3 lists them): 8 tokens and BOS in 16 dimensions, "
+     "weights of standard deviation 0.02, 256 + 128 sequences of 16, a 16-64-1 perceptron, 400 Adam steps at "
+     "0.02, seed 0; a causal head", {
+         "nope.position_probe": {"causal": True, "n_tokens": 16, "d_model": 16, "vocab_size": 8, "weight_std": 0.02,
+                                 "bos": True, "n_train": 256, "n_test": 128, "hidden": 64, "steps": 400,
+                                 "lr": 0.02, "seed": 0},
+         "nope.nope_layer_outputs": {"d_model": 16, "vocab_size": 8, "weight_std": 0.02, "bos": True, "seed": 0},
+         "nope.unmasked_probe_floor": {"bos": True}, "nope.position_signal": {"causal": True},
+     }),
+    ("llama-4", "Llama 4 (Llama4TextConfig; Meta's llama-models): a NoPE layer every 4, chunks of 8192, "
+     "rope_theta 500000, QK-norm with rms_norm_eps 1e-5, temperature floor_scale 8192 and attn_scale 0.1", {
+         "nope.irope_layer_pattern": {"nope_every": 4},
+         "nope.attention_temperature": {"floor_scale": 8192, "attn_scale": 0.1},
+         "layer_plans.llama4": {"nope_every": 4, "chunk": 8192, "base": 500_000.0, "qk_norm": True},
+         "layer_plans.qk_rms_norm": {"eps": 1e-5},
+     }),
+    ("chapter-11-models", "the released configurations of chapter 11 (Gemma2Config, Gemma 3 27B's config.json, "
+     "GptOssConfig, SmolLM3 after its long-context stage, Cohere2Config) and StreamingLLM's four sinks (Xiao "
+     "et al. 2023, section 4)", {
+         "layer_plans.gemma2": {"window": 4096, "base": 10000.0},
+         "layer_plans.gemma3": {"every": 6, "window": 1024, "local_base": 10000.0, "global_base": 1_000_000.0,
+                                "global_factor": 8.0},
+         "layer_plans.gpt_oss": {"window": 128, "base": 150_000.0},
+         "layer_plans.smollm3": {"nope_every": 4, "base": 5_000_000.0},
+         "layer_plans.rnope_swa": {"every": 4, "window": 4096, "base": 10000.0},
+         "sinks.streaming_cache": {"n_sink": 4},
+     }),
+    ("roformer-pairs", "the adjacent pairs (2i, 2i + 1) of RoFormer (Su et al. 2021, eq. 13)", {
+        **{key: {"layout": "adjacent"} for key in _ADJACENT},
+        "rope.layout_permutation": {"source": "adjacent", "target": "split"},
+    }),
+    ("library-halves", "the split halves (i, i + d/2) of Hugging Face's rotate_half, which Llama, Qwen2-VL's "
+     "M-RoPE and Su's ReRoPE code rotate", {
+         "configs.rotate": {"layout": "split"}, "mrope.rotate": {"layout": "split"},
+         "remap.remapped_scores": {"layout": "split"}, "remap.rerope_two_pass": {"layout": "split"},
+         "remap.dca_scores": {"layout": "split"},
+     }),
+    ("qwen2-vl", "Qwen2-VL's M-RoPE (Wang et al. 2024; Hugging Face get_rope_index): sections of pairs per axis, "
+     "positions from 0, one temporal step per frame; a merge size of 1 is the plain patch grid", {
+         "mrope.pair_axes": {"layout": "sectioned"}, "mrope.text_positions": {"start": 0},
+         "mrope.vision_positions": {"start": 0, "spatial_merge_size": 1, "time_interval": 1.0},
+         "mrope.multimodal_positions": {"spatial_merge_size": 1}, "mrope.patch_positions": {"spatial_merge_size": 1},
+     }),
+    ("unscaled-scores", "an attention factor, query scale or frequency factor of 1: the scores as RoPE and "
+     "softmax give them (YaRN's 1/sqrt(t) at s = 1); a plain layer has no QK-norm and no temperature", {
+         "rope_torch.RotaryEmbedding": {"attention_factor": 1.0},
+         "rope_torch.RotaryEmbedding.set_frequencies": {"attention_factor": 1.0},
+         "scaling.ScaledRope": {"attention_factor": 1.0}, "trained_range.Extension.of": {"attention_factor": 1.0},
+         "nope.single_key_weight": {"scale": 1.0}, "pair_usage.aimed_scores": {"amplitude": 1.0},
+         "layer_plans.LayerPlan": {"factor": 1.0, "qk_norm": False, "temperature": False},
+     }),
+    ("llama-precision", "Hugging Face's Llama rotary class: angles in float32 (autocast off), cos and sin cast to "
+     "the model's dtype, bfloat16 for the released checkpoints", {
+         "precision.angles_in": {"dtype": "float32"}, "precision.angle_error": {"dtype": "float32"},
+         **{f"precision.{name}": {"angle_dtype": "float32", "table_dtype": "bfloat16"} for name in (
+             "table_error", "rotate_like_library", "score_error")},
+     }),
+    ("alibi", "ALiBi is a causal language model's bias (Press, Smith & Lewis 2022, section 3); chapter 4's "
+     "span holds 90% of the weight", {
+         "alibi.bias": {"mask_future": True}, "alibi.effective_span": {"share": 0.9},
+     }),
+    ("not-given", "None: the argument is optional, and its docstring says what leaving it out means (as many "
+     "keys as queries, no mask, the default dtype, the configured length...)", {
+         "attention.relative_positions": {"n_keys": None}, "attention.causal_mask": {"n_keys": None},
+         "attention.scaled_dot_product_attention": {"mask": None, "bias": None},
+         "attention.self_attention": {"mask": None, "bias": None},
+         "absolute_torch.SinusoidalPositions.forward": {"dtype": None},
+         "relative.relative_positions": {"n_keys": None}, "relative.shaw_attention": {"mask": None},
+         "relative.t5_bias": {"n_keys": None}, "relative.position_cost": {"n_keys": None},
+         "relative_torch.ShawRelativeAttention": {"d_v": None},
+         "relative_torch.ShawRelativeAttention.forward": {"mask": None},
+         "relative_torch.T5RelativeBias.forward": {"n_keys": None},
+         "rope.self_attention": {"mask": None}, "rope_torch.RotaryEmbedding": {"inv_freq": None},
+         "rope_torch.RotaryEmbedding.forward": {"positions": None}, "rope_torch.RotaryEmbedding.rotate": {"positions": None},
+         "alibi.bias": {"n_keys": None}, "alibi_torch.ALiBi.forward": {"n_keys": None},
+         "remap.rerope_two_pass": {"leak": None},
+         "scaling.dynamic_scale": {"factor": None}, "scaling.dynamic_ntk": {"current_length": None, "hf_factor": None},
+         "scaling.longrope": {"current_length": None},
+         "interpolation.fit_score_curve": {"rcond": None},
+         "configs.read_config": {"layer_type": None}, "configs.frequencies_at": {"layer_type": None},
+         "configs.softmax_scale_factor": {"layer_type": None}, "configs.DynamicNTKState": {"layer_type": None},
+         "configs.config_extension": {"trained_length": None, "layer_type": None},
+         "layer_plans.LayerPlan": {"base": None, "window": None, "chunk": None},
+         "sinks.attention_with_sink": {"mask": None},
+         "symbolic.softmax_rows": {"mask": None}, "symbolic.self_attention": {"mask": None},
+     }),
+    ("the-package's-own", "the package's own choices, each explained in its docstring: softmax over the last "
+     "axis, plain least squares, a unit grid of positions, Chen et al.'s bound with the exact constant, offsets "
+     "from 1, tolerances for rounding, and SymPy witnesses drawn reproducibly", {
+         "attention.softmax": {"axis": -1},
+         "interpolation.fit_score_curve": {"ridge": 0.0}, "interpolation.interpolation_error_bound": {"spacing": 1.0},
+         "interpolation.pi_bound_ratio": {"constant": "exact"}, "integer_positions.nearest_return": {"k_min": 1},
+         "nope.read_position": {"rtol": 1e-9}, "trained_range.out_of_range": {"tol": 1e-9},
+         "symbolic.nonzero_witness": {"seed": 0, "tries": 20, "tolerance": 1e-12},
+     }),
+]
+
+
+def _merged(groups) -> dict:
+    merged = {}
+    for _, _, table in groups:
+        for key, values in table.items():
+            assert not set(values) & set(merged.get(key, {})), f"{key}: a default in two groups"
+            merged.setdefault(key, {}).update(values)
+    return merged
+
+
+@pytest.mark.parametrize("group, source, table", DEFAULT_SOURCES, ids=[g[0] for g in DEFAULT_SOURCES])
+def test_defaults_are_the_values_of_their_sources(group, source, table):
+    """Each default in the group ``source`` names (a paper, a library, a released configuration or a
+    chapter of the book) has the value written beside it."""
+    found = _all_defaults()
+    for key, values in table.items():
+        assert {name: found.get(key, {}).get(name, "(none)") for name in values} == values, f"{key}: {source}"
+
+
+def test_every_public_default_has_a_source():
+    """No default without a source: the groups above hold every default of every public callable."""
+    assert _merged(DEFAULT_SOURCES) == _all_defaults()
+
+
+def test_qk_norm_epsilon_is_llama_4s():
+    from transformers.models.llama4.configuration_llama4 import Llama4TextConfig
+
+    assert _default(layer_plans.qk_rms_norm, "eps") == Llama4TextConfig().rms_norm_eps
+
+
 def test_the_formats_significant_bits_are_torchs():
     for name, dtype in precision.DTYPES.items():
         assert precision.significant_bits(name) == 1 - round(math.log2(torch.finfo(dtype).eps))

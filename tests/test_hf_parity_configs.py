@@ -17,12 +17,30 @@ configuration (in code, random weights, nothing downloaded), and the reader must
 * the attention-side scales of the model classes that apply them (the DeepSeek family's
   softmax ``mscale``, Ministral 3's position-dependent query scale);
 * the library's refusal where the library refuses (Phi-3.5-vision's ``"su"``).
+
+``tests/data/published_configs_2026/`` holds 15 more, of models released in 2025 and 2026,
+14 of them gathered before the reader knew what it does not model and first read by the
+finished reader (DeepSeek-OCR's was added after, for a refusal that names the key deciding
+it): RoPE switched off (GraniteMoeHybrid's ``position_embedding_type``, Kimi Linear's latent
+attention without RoPE), DeepSeek-V4's second rotary branch, EXAONE 4.0's sliding-window
+pattern, Kimi K2.6's ``kimi_k2`` text model, files that name their own code (MiMo-V2.5,
+MiniMax-M3, Kimi K3, DeepSeek-OCR) and layer plans (Llama 4 Maverick, Qwen3.6). For each the
+library builds its configuration as ``from_pretrained`` does without the file's own code,
+and the reader must give the frequencies and attention factor of every layer type, the
+layer types and no-RoPE marks of its layer plan, "no rotation" where the library's model
+builds no rotary module, and a refusal naming the key where the library refuses.
+
+The closed world: every model type of the library, read from its name alone, either
+agrees with the library's own rotary module, reads as "no rotation" where the library
+builds none, is refused with the key that decides it, or is recorded with the reason it is
+not one text rotary module.
 """
 from __future__ import annotations
 
 import importlib
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -93,9 +111,10 @@ def rotary_module(text_config):
 
 
 def layer_types(module) -> list:
-    """The layer types whose frequencies the module keeps apart (``[None]`` when it keeps one set)."""
-    kept = [t for t in sorted(set(getattr(module.config, "layer_types", None) or ()))
-            if hasattr(module, f"{t}_inv_freq")]
+    """The layer types whose frequencies the module keeps apart (``[None]`` when it keeps one set): the
+    configuration's, or the labels of the module's own branches (DeepSeek-V4's ``main`` and ``compress``)."""
+    named = set(getattr(module.config, "layer_types", None) or ()) | set(getattr(module, "layer_types", None) or ())
+    kept = [t for t in sorted(named) if hasattr(module, f"{t}_inv_freq")]
     return kept or [None]
 
 
@@ -125,7 +144,7 @@ def test_frequencies_and_attention_factor_of_every_layer_type(name):
     module = rotary_module(library_text_config(file))
     checked = 0
     for layer_type in layer_types(module):
-        settings = quiet(lambda: configs.read_config(file, layer_type=layer_type))
+        settings = quiet(lambda layer_type=layer_type: configs.read_config(file, layer_type=layer_type))
         for n in lengths(settings):
             theirs, their_factor = library_frequencies(module, layer_type, n)
             ours = configs.frequencies_at(settings, n)
@@ -134,6 +153,25 @@ def test_frequencies_and_attention_factor_of_every_layer_type(name):
             assert ours.attention_factor == pytest.approx(their_factor, rel=1e-6, abs=0)
             checked += 1
     assert checked >= 1
+
+
+@pytest.mark.parametrize("name", READABLE)
+def test_the_layer_plan_of_every_file_is_the_library_s(name):
+    """Every layer of every readable file: its type and its no-RoPE mark as the library's configuration sets them,
+    and the settings of its layer type."""
+    file = published(name)
+    text_config = library_text_config(file)
+    plan = quiet(lambda: configs.layer_plan(file))
+    assert len(plan) == text_config.num_hidden_layers
+    if any(layer.layer_type is not None for layer in plan):
+        assert [layer.layer_type for layer in plan] == list(text_config.layer_types)
+    if getattr(text_config, "no_rope_layers", None):
+        assert [layer.settings is not None for layer in plan] == [bool(m) for m in text_config.no_rope_layers]
+    for layer in plan:
+        if layer.settings is not None:
+            alone = quiet(lambda layer=layer: configs.read_config(file, layer.layer_type))
+            assert np.array_equal(configs.frequencies_at(layer.settings, 16).inv_freq,
+                                  configs.frequencies_at(alone, 16).inv_freq)
 
 
 @pytest.mark.parametrize("name", ["qwen2.5-vl-7b-instruct", "qwen3-vl-8b-instruct", "glm-4.5v", "qwen3.5-4b"])
@@ -219,65 +257,146 @@ def test_the_softmax_scale_of_kimi_k2_is_the_square_of_its_attention_factor_with
 
 
 # ---------------------------------------------------------------------------
-# The class defaults: every model type of the library, read from its name alone
+# The closed world: every model type of the library, read from its name alone
 # ---------------------------------------------------------------------------
 
-#: Model types read by name alone that the reader refuses, and why (each refusal names the key).
-REFUSED = {
-    "dbrx": "head_dim", "moonshine": "head_dim", "zamba2": "head_dim",
-    "gradium_phonon_tts": "head_dim", "hy_v4_vl_text": "head_dim", "pocket_tts": "head_dim",
-    "glm4_moe": "hidden_size", "glm4v_moe_text": "hidden_size",  # defaults of 4096 over 96 heads
-    "efficientloftr": "partial_rotary_factor", "mlcd": "rope_type", "mlcd_vision_model": "rope_type",
-    "sam3_vit_model": "rope_type", "ernie4_5_vl_moe_text": "mrope_section",
-}
-#: Model types whose rotary module is not a text model's 1-D RoPE over inv_freq (checked elsewhere or not at all).
-NOT_TEXT_ROPE = {"deepseek_v4", "eomt_dinov3"}
+#: What a refusal may name: a key of the class, or the model type itself.
+REFUSAL = re.compile(r"^(\w+)\b")
 
 
-def default_rotary(model_type):
-    """The library's default configuration of ``model_type`` and its one text rotary module, or ``None``."""
+def text_rotary(model_type):
+    """The library's default configuration of ``model_type`` and its own text rotary module, or why there is not one.
+
+    Its own module is the rotary class named after the configuration class; else the one
+    rotary class of the modelling module that is not a vision or audio encoder's.
+    """
     config_class = transformers.CONFIG_MAPPING[model_type]
     package = config_class.__module__.rsplit(".", 1)[0]
     try:
         module = importlib.import_module(f"{package}.modeling_{package.rsplit('.', 1)[1]}")
     except ImportError:
-        return None
-    names = [n for n in dir(module) if n.endswith("RotaryEmbedding")
-             and not any(word in n for word in ("Vision", "Visual", "Audio"))]
-    own = [n for n in names if n.startswith(config_class.__name__[: -len("Config")])] or names
+        return "the library ships no model for it (no modelling module)"
+    names = sorted(n for n in dir(module) if n.endswith("RotaryEmbedding"))
+    prefix = config_class.__name__[: -len("Config")]
+    own = [n for n in names if n.startswith(prefix)]
     if len(own) != 1:
-        return None
+        text = [n for n in names if not any(word in n for word in ("Vision", "Visual", "Audio"))]
+        own = [n for n in text if n.startswith(prefix)] or text
+    if len(own) != 1:
+        return f"not one rotary module of its own among {', '.join(names) or 'none'}"
     try:
         config = quiet(config_class)
         return config, quiet(lambda: getattr(module, own[0])(config))
-    except Exception:  # a module that needs more than its default configuration
-        return None
+    except Exception as err:  # the module reads a sub-configuration the class's defaults do not hold
+        return f"{own[0]} cannot be built from {config_class.__name__}'s defaults ({type(err).__name__})"
 
 
-def test_every_model_type_read_from_its_name_alone_is_the_library_s_default():
-    agreed, refused = [], []
+def account_for(model_type):
+    """Where the reader stands against the library on a file that names only ``model_type``.
+
+    ``("agrees", layer types)``: the reader's frequencies and attention factor are the
+    library's module's for every layer type; ``("none", why)``: the reader says the model
+    rotates nothing; ``("refused", key)``: the reader refuses, naming the key (or
+    ``model_type``); ``("recorded", reason)``: the type is not one text rotary module (a
+    multimodal class read through its language model, several modules, a module that needs
+    more than the class's defaults).
+    """
     table = configs.model_defaults()
-    for model_type in table["model_types"]:
-        # a multimodal type read by name is its text model, which is checked under its own type
-        composite = model_type in table["text_model_types"]
-        built = None if model_type in NOT_TEXT_ROPE or composite else default_rotary(model_type)
-        if built is None:
+    if model_type in table["text_model_types"]:
+        text_type = table["text_model_types"][model_type]
+        return "recorded", f"a multimodal class, read through its language model {text_type}"
+    try:
+        settings = quiet(lambda: configs.read_config({"model_type": model_type}))
+    except ValueError as err:
+        if "pass layer_type" not in str(err):
+            found = REFUSAL.match(str(err))
+            assert found, f"{model_type}: the refusal names no key: {err}"
+            return "refused", found.group(1)
+        settings = None
+    if settings is not None and settings.rope_type == "none":
+        return "none", settings.why
+    built = text_rotary(model_type)
+    if isinstance(built, str):
+        return "recorded", built
+    config, module = built
+    kinds = layer_types(module)
+    for layer_type in kinds:
+        ours = quiet(lambda layer_type=layer_type: configs.frequencies_at({"model_type": model_type}, 16,
+                                                                          layer_type=layer_type))
+        theirs = getattr(module, f"{layer_type}_inv_freq" if layer_type else "inv_freq").double().numpy()
+        factor = getattr(module, f"{layer_type}_attention_scaling" if layer_type else "attention_scaling")
+        assert ours.inv_freq.shape == theirs.shape, (model_type, layer_type)
+        np.testing.assert_allclose(ours.inv_freq, theirs, rtol=4 * EPS32, atol=0, err_msg=model_type)
+        assert ours.attention_factor == pytest.approx(float(factor), rel=1e-6), model_type
+    return "agrees", kinds
+
+
+def every_model_type():
+    """Each of the library's model types with where the reader stands (:func:`account_for`)."""
+    out = {}
+    for model_type in sorted(transformers.CONFIG_MAPPING.keys()):
+        try:
+            transformers.CONFIG_MAPPING[model_type]
+        except Exception:  # a model type whose module cannot be imported here
+            out[model_type] = ("recorded", "its configuration module cannot be imported here")
             continue
-        config, module = built
-        for layer_type in layer_types(module):
-            if model_type in REFUSED:
-                with pytest.raises(ValueError, match=REFUSED[model_type]):
-                    configs.frequencies_at({"model_type": model_type}, 16, layer_type=layer_type)
-                refused.append(model_type)
-                continue
-            ours = configs.frequencies_at({"model_type": model_type}, 16, layer_type=layer_type)
-            theirs = getattr(module, f"{layer_type}_inv_freq" if layer_type else "inv_freq").double().numpy()
-            factor = getattr(module, f"{layer_type}_attention_scaling" if layer_type else "attention_scaling")
-            assert ours.inv_freq.shape == theirs.shape, (model_type, layer_type)
-            np.testing.assert_allclose(ours.inv_freq, theirs, rtol=4 * EPS32, atol=0, err_msg=model_type)
-            assert ours.attention_factor == pytest.approx(float(factor), rel=1e-6), model_type
-            agreed.append(model_type)
-    assert len(set(agreed)) >= 170 and set(refused) == set(REFUSED)
+        out[model_type] = account_for(model_type)
+    return out
+
+
+def test_every_model_type_read_from_its_name_alone_is_accounted_for():
+    table = configs.model_defaults()
+    found = every_model_type()
+    by = {kind: {t for t, (k, _) in found.items() if k == kind} for kind in ("agrees", "none", "refused", "recorded")}
+    assert set(found) == set().union(*by.values())  # nothing unexplained
+    # the reader agrees with the library's own rotary module on the plain and the layer-typed classes
+    assert len(by["agrees"]) >= 160 and {"llama", "qwen2", "gemma3_text", "gpt_oss", "deepseek_v3"} <= by["agrees"]
+    # a class without a rotary module, or a switch that turns it off by default: no rotation
+    assert set(table["no_rotary"]) | {"granitemoehybrid", "zamba2"} == by["none"]
+    # a refusal names what decides it: a position key of the class, a layer kind, or the model type
+    for model_type in by["refused"]:
+        key = found[model_type][1]
+        entry = table["model_types"].get(model_type, {})
+        allowed = set(entry.get("position_keys", ())) | {"model_type", "layer_types", "head_dim", "hidden_size",
+                                                         "partial_rotary_factor", "rope_type", "mrope_section"}
+        assert key in allowed, (model_type, key)
+    refused = ("rotary_unread", "encoders", "configuration_only", "grid_rotary")
+    assert set().union(*(table[part] for part in refused)) - set(table["text_model_types"]) <= by["refused"]
+    # the counts chapter 10 quotes (Transformers 5.24)
+    multimodal = {t for t in by["recorded"] if found[t][1].startswith("a multimodal class")}
+    assert [len(found), len(by["agrees"]), len(by["none"]), len(by["refused"]), len(by["recorded"]),
+            len(multimodal)] == [822, 165, 377, 131, 149, 141]
+    # every type recorded says why it is not one text rotary module
+    reasons = ("a multimodal class", "not one rotary module", "cannot be built from", "ships no model",
+               "cannot be imported")
+    for model_type in by["recorded"]:
+        assert found[model_type][1].startswith(reasons) or any(r in found[model_type][1] for r in reasons), model_type
+
+
+def test_a_switch_that_turns_rotation_off_is_the_library_s():
+    """GraniteMoeHybrid and Zamba 2 build their rotary module only when the switch is on; Falcon's ALiBi skips it."""
+    from transformers import AutoModel
+    tiny = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=4, num_hidden_layers=1, vocab_size=32,
+                intermediate_size=64)
+    for model_type, key, on, off in (("granitemoehybrid", "position_embedding_type", "rope", "nope"),
+                                     ("zamba2", "use_mem_rope", True, False)):
+        for value, rotates in ((on, True), (off, False)):
+            given = {**tiny, "layer_types": ["attention" if model_type == "granitemoehybrid" else "hybrid"],
+                     key: value}
+            config = quiet(lambda model_type=model_type, given=given: transformers.AutoConfig.for_model(model_type,
+                                                                                                        **given))
+            model = quiet(lambda config=config: AutoModel.from_config(config))
+            assert (getattr(model, "rotary_emb", None) is not None) == rotates, (model_type, value)
+            try:
+                ours = configs.read_config({"model_type": model_type, **tiny, key: value}).rope_type
+            except ValueError as err:  # Zamba 2's class sizes its rotated head by its own rule
+                assert model_type == "zamba2" and str(err).startswith("head_dim"), err
+                ours = "refused"
+            assert (ours != "none") == rotates, (model_type, value)
+    from transformers import FalconConfig
+    assert FalconConfig(alibi=True).rotary is False and FalconConfig().rotary is True
+    assert configs.read_config({"model_type": "falcon", "alibi": True}).rope_type == "none"
+    assert configs.read_config({"model_type": "falcon"}).rope_type == "default"
 
 
 def test_the_defaults_table_is_the_installed_library_s():
@@ -346,3 +465,121 @@ def test_linear_needs_no_length_and_a_text_config_of_sizes_takes_the_class_defau
         configs.read_config({"model_type": "gemma9_text", "head_dim": 64})
     with pytest.raises(ValueError, match="rope_theta is missing.*names no model_type"):
         configs.read_config({"head_dim": 64})
+
+
+# ---------------------------------------------------------------------------
+# Published configurations of 2025-26 models, gathered before the reader's closed world was built
+# ---------------------------------------------------------------------------
+
+CORPUS_2026 = Path(__file__).parent / "data" / "published_configs_2026"
+SOURCES_2026 = json.loads((CORPUS_2026 / "sources.json").read_text())
+NAMES_2026 = sorted(SOURCES_2026)
+
+
+def published_2026(name: str) -> dict:
+    return json.loads((CORPUS_2026 / f"{name}.json").read_text())
+
+
+def built_by_the_library(file: dict):
+    """The library's configuration of the language model, as ``from_pretrained`` builds it without the file's own
+    code (``auto_map`` is only followed with ``trust_remote_code``); ``LookupError`` for a type it does not ship."""
+    file = json.loads(json.dumps(file))  # the library edits what it is given
+    file.pop("auto_map", None)
+    model_type = file.get("model_type")
+    if model_type not in transformers.CONFIG_MAPPING:
+        raise LookupError(f"the library does not ship model_type {model_type!r}")
+    kwargs = {k: v for k, v in file.items() if k != "model_type"}
+    return quiet(lambda: AutoConfig.for_model(model_type, **kwargs)).get_text_config()
+
+
+def rotary_submodules(text_config) -> list:
+    """The rotary modules the library's model of ``text_config`` builds (on the meta device: no weights).
+
+    An activation the library does not know (Kimi K3's ``situ``) is replaced by ``silu``
+    to build the model; it touches no position.
+    """
+    if getattr(text_config, "hidden_act", "silu") not in transformers.activations.ACT2FN:
+        text_config = json.loads(text_config.to_json_string())
+        text_config = quiet(lambda: AutoConfig.for_model(**{**text_config, "hidden_act": "silu"}))
+    with torch.device("meta"):
+        model = quiet(lambda: transformers.AutoModel.from_config(text_config))
+    return sorted({type(m).__name__ for m in model.modules() if type(m).__name__.endswith("RotaryEmbedding")})
+
+
+def own_rotary(text_config, names: list):
+    """The library's rotary module of ``text_config``, the one of ``names`` its model builds, built on the CPU."""
+    assert len(names) == 1, names
+    package = type(text_config).__module__.rsplit(".", 1)[0]
+    module = importlib.import_module(f"{package}.modeling_{package.rsplit('.', 1)[1]}")
+    return quiet(lambda: getattr(module, names[0])(text_config))
+
+
+@pytest.mark.parametrize("name", NAMES_2026)
+def test_a_2025_26_configuration_reads_as_the_library_builds_it(name):
+    """Frequencies and attention factor of every layer type at lengths on both sides of each switch point, the layer
+    plan's types and no-RoPE marks, "no rotation" where the library builds no rotary module, a refusal where the
+    library refuses the file (a type it does not ship, read without the file's own code)."""
+    file = published_2026(name)
+    try:
+        text_config = built_by_the_library(file)
+    except LookupError:
+        text = file.get("text_config")
+        if not (isinstance(text, dict) and text.get("model_type") in transformers.CONFIG_MAPPING):
+            for read in (configs.read_config, configs.layer_plan):
+                with pytest.raises(ValueError) as refusal:
+                    read(file)
+                assert re.match(r"\w+ (=|is|must)", str(refusal.value)), refusal.value  # it names the key
+            return
+        # its own top-level code, and a language model the library ships: compared with that class
+        text_config = built_by_the_library(text)
+    plan = quiet(lambda: configs.layer_plan(file))
+    names = rotary_submodules(text_config)
+    if not names:
+        assert configs.read_config(file).rope_type == "none"
+        assert all(layer.settings is None for layer in plan)
+        return
+    module = own_rotary(text_config, names)
+    for layer_type in layer_types(module):
+        settings = quiet(lambda layer_type=layer_type: configs.read_config(file, layer_type=layer_type))
+        for n in lengths(settings):
+            theirs, their_factor = library_frequencies(module, layer_type, n)
+            ours = configs.frequencies_at(settings, n)
+            assert ours.inv_freq.shape == theirs.shape, (layer_type, n)
+            np.testing.assert_allclose(ours.inv_freq, theirs, rtol=4 * EPS32, atol=0)
+            assert ours.attention_factor == pytest.approx(their_factor, rel=1e-6, abs=0)
+    assert len(plan) == text_config.num_hidden_layers
+    if any(layer.layer_type is not None for layer in plan):
+        assert [layer.layer_type for layer in plan] == list(text_config.layer_types)
+    if getattr(text_config, "no_rope_layers", None):
+        assert [layer.settings is not None for layer in plan] == [bool(m) for m in text_config.no_rope_layers]
+
+
+def test_the_2025_26_files_cover_the_classes_the_reader_was_wrong_on():
+    """What the reader says of each file of the set, by the class of the reading."""
+    def reading(name):
+        file = published_2026(name)
+        try:
+            plan = quiet(lambda: configs.layer_plan(file))
+        except ValueError as err:
+            return "refused", str(err).split(" ", 1)[0]
+        rotating = sum(layer.settings is not None for layer in plan)
+        return ("rotating" if rotating else "none"), rotating
+    found = {name: reading(name) for name in NAMES_2026}
+    # RoPE switched off: a position-embedding switch, the latent-attention no-RoPE flag (twice)
+    assert {found[n][0] for n in ("granite-4.0-h-350m", "kimi-linear-48b-a3b-instruct", "kimi-k3")} == {"none"}
+    # custom code with a per-layer-type base and a hybrid pattern: refused by those keys
+    assert found["mimo-v2.5"] == found["mimo-v2.5-pro"] == ("refused", "hybrid_layer_pattern")
+    # layer plans: 36 of Llama 4 Maverick's 48 layers rotate; 48 of EXAONE 4.0's 64 (its sliding-window layers)
+    assert found["llama-4-maverick"] == ("rotating", 36) and found["exaone-4.0-32b"] == ("rotating", 48)
+    assert found["deepseek-v4-flash"] == ("rotating", 43) and found["qwen3.6-35b-a3b"] == ("rotating", 10)
+    # DeepSeek-OCR's own code without latent attention: refused for the base its file leaves to that code
+    assert found["deepseek-ocr"] == ("refused", "rope_theta")
+
+
+def test_every_2025_26_file_has_a_source_with_a_commit():
+    files = sorted(p.stem for p in CORPUS_2026.glob("*.json") if p.name != "sources.json")
+    assert files == NAMES_2026
+    for name, source in SOURCES_2026.items():
+        assert len(source["commit"]) == 40 and int(source["commit"], 16) >= 0, name
+        assert source["repository"].count("/") == 1 and source["path"] and source["model"], name
+        assert source["released"] in ("2025", "2026") and source["copy"] and source["gathered"], name

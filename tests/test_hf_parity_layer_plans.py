@@ -20,11 +20,25 @@ head by head in numpy float64 and must agree with the library's output:
   types equal ``layer_plans.layer_frequencies`` of ``layer_plans.gemma3`` to 4 * 2^-23 relative,
   and the layer types equal the plan's windows;
 * the masks: ``layer_plans.sliding_window_mask`` and ``layer_plans.chunked_mask`` equal the
-  library's mask functions entry by entry.
+  library's mask functions entry by entry;
+* whole models (``GptOssModel``, ``Llama4TextModel``), run forward so that every layer gets
+  the mask the model itself builds from ``sliding_window``, ``attention_chunk_size`` and
+  ``layer_types``: each layer's mask equals ``layer_plans.layer_mask`` of its plan, and each
+  attention output equals companion's recomputation with companion's mask (1e-5);
+* Gemma 3 from the released 27B ``text_config`` as published (v4 keys: ``rope_scaling``,
+  no ``rope_theta`` or ``rope_local_base_freq``, 62 layers): the library's per-type
+  frequencies and layer types equal ``layer_plans.gemma3(62)``;
+* Qwen3-Next and Qwen3.5 (recurrent stacks): the layer types of the released files
+  (``tests/data/published_configs``) equal ``layer_plans.qwen3_next``; the library's rotary
+  module and ``apply_rotary_pos_emb`` turn the first 64 of 256 components in the split
+  layout at base 10^7, as companion does, and not the last 64, nor in adjacent pairs;
+* gpt-oss's slow band: the rotary tables at positions up to 131,071 equal companion's.
 """
 from __future__ import annotations
 
+import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -41,10 +55,16 @@ from transformers.models.gpt_oss import modeling_gpt_oss  # noqa: E402
 from transformers.models.gpt_oss.configuration_gpt_oss import GptOssConfig  # noqa: E402
 from transformers.models.llama4 import modeling_llama4  # noqa: E402
 from transformers.models.llama4.configuration_llama4 import Llama4TextConfig  # noqa: E402
+from transformers.models.qwen3_5 import modeling_qwen3_5  # noqa: E402
+from transformers.models.qwen3_5.configuration_qwen3_5 import Qwen3_5TextConfig  # noqa: E402
+from transformers.models.qwen3_next import modeling_qwen3_next  # noqa: E402
+from transformers.models.qwen3_next.configuration_qwen3_next import Qwen3NextConfig  # noqa: E402
 from transformers.models.smollm3 import modeling_smollm3  # noqa: E402
 from transformers.models.smollm3.configuration_smollm3 import SmolLM3Config  # noqa: E402
 
-from companion import attention, configs, layer_plans, nope, rope, sinks  # noqa: E402
+from companion import attention, configs, layer_plans, mrope, nope, rope, sinks  # noqa: E402
+
+PUBLISHED = Path(__file__).resolve().parent / "data" / "published_configs"
 
 EPS32 = 2.0 ** -23
 N = 24
@@ -157,7 +177,8 @@ def test_llama4_layer_pattern_equals_companion():
     assert config.layer_types == ["chunked_attention" if p.chunk else "full_attention" for p in plan]
     assert [p.temperature for p in plan] == [not p.rope for p in plan]
     defaults = quiet(lambda: Llama4TextConfig())
-    assert (defaults.no_rope_layer_interval, defaults.attention_chunk_size) == (4, 8192) == (4, layer_plans.llama4(8)[0].chunk)
+    assert (defaults.no_rope_layer_interval, defaults.attention_chunk_size) == (4, 8192) == \
+        (4, layer_plans.llama4(8)[0].chunk)
     assert (defaults.floor_scale, defaults.attn_scale) == (8192, 0.1)
 
 
@@ -288,3 +309,167 @@ def test_sliding_window_mask_equals_the_library(window):
 def test_chunked_mask_equals_the_library(chunk):
     theirs = library_mask(masking_utils.chunked_causal_mask_function(chunk, torch.zeros(1, dtype=torch.long)), 12)
     np.testing.assert_array_equal(layer_plans.chunked_mask(12, chunk), theirs)
+
+
+
+# ---------------------------------------------------------------------------
+# Whole models: the masks the model builds from its own settings
+# ---------------------------------------------------------------------------
+
+def run_layers(model, n_layers):
+    """Every layer's attention input, output and mask in the model's own forward on N tokens."""
+    seen = {}
+    for index, layer in enumerate(model.layers[:n_layers]):
+        def hook(module, args, kwargs, out, index=index):
+            seen[index] = (kwargs["hidden_states"][0].numpy(), out[0][0].numpy(),
+                           kwargs["attention_mask"][0, 0].numpy() == 0)
+        layer.self_attn.register_forward_hook(hook, with_kwargs=True)
+    ids = torch.randint(0, 64, (1, N), generator=torch.Generator().manual_seed(12))
+    with torch.no_grad():
+        model(input_ids=ids)
+    return seen
+
+
+def test_gpt_oss_model_masks_and_outputs_equal_the_plans():
+    config = quiet(lambda: eager(GptOssConfig(**SIZES, vocab_size=64, num_hidden_layers=2, sliding_window=5,
+                                              max_position_embeddings=131072, rope_parameters=dict(GPT_OSS_ROPE),
+                                              num_local_experts=4, num_experts_per_tok=2, intermediate_size=64)))
+    config._experts_implementation = "eager"
+    model = random_layer(quiet(lambda: modeling_gpt_oss.GptOssModel(config)), seed=40)
+    plans = layer_plans.gpt_oss(2, window=5)
+    d = SIZES["head_dim"]
+    freqs = configs.frequencies_at({"head_dim": d, "max_position_embeddings": 131072,
+                                    "rope_parameters": dict(GPT_OSS_ROPE)}, N)
+    for index, (x, theirs, their_mask) in run_layers(model, 2).items():
+        mask = layer_plans.layer_mask(plans[index], N)
+        np.testing.assert_array_equal(their_mask, mask)
+        layer = model.layers[index].self_attn
+        (wq, bq), (wk, bk), (wv, bv), (wo, bo) = weights(layer)
+        q = configs.rotate(heads(x, wq, bq, d), np.arange(N), freqs, "split")
+        k = configs.rotate(heads(x, wk, bk, d), np.arange(N), freqs, "split")
+        v = heads(x, wv, bv, d)
+        sink = layer.sinks.detach().numpy()
+        outs = [sinks.attention_with_sink(q[h], k[h // 2], v[h // 2], sink[h], mask)[0] for h in range(4)]
+        np.testing.assert_allclose(merge(outs, wo, bo), theirs, atol=1e-5, rtol=0)
+    # the banded layer's window binds within the test's tokens
+    assert not layer_plans.layer_mask(plans[0], N)[N - 1, : N - 5].any()
+
+
+def test_llama4_model_masks_and_outputs_equal_the_plans():
+    config = llama4_config(vocab_size=64, num_local_experts=2, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    config._experts_implementation = "eager"
+    model = random_layer(quiet(lambda: modeling_llama4.Llama4TextModel(config)), seed=41)
+    plans = layer_plans.llama4(8, chunk=8)
+    d = SIZES["head_dim"]
+    for index, (x, theirs, their_mask) in run_layers(model, 4).items():
+        plan = plans[index]
+        mask = layer_plans.layer_mask(plan, N)
+        np.testing.assert_array_equal(their_mask, mask)
+        (wq, bq), (wk, bk), (wv, bv), (wo, bo) = weights(model.layers[index].self_attn)
+        q, k, v = heads(x, wq, bq, d), heads(x, wk, bk, d), heads(x, wv, bv, d)
+        if plan.rope:
+            theta = layer_plans.layer_frequencies(plan, d)
+            q, k = rope.rotate(q, np.arange(N), theta, "adjacent"), rope.rotate(k, np.arange(N), theta, "adjacent")
+        if plan.qk_norm:
+            q, k = layer_plans.qk_rms_norm(q, config.rms_norm_eps), layer_plans.qk_rms_norm(k, config.rms_norm_eps)
+        if plan.temperature:
+            q = q * nope.attention_temperature(np.arange(N), config.floor_scale, config.attn_scale)[:, None]
+        outs = [attention.scaled_dot_product_attention(q[h], k[h // 2], v[h // 2], mask)[0] for h in range(4)]
+        np.testing.assert_allclose(merge(outs, wo, bo), theirs, atol=1e-5, rtol=0)
+
+
+def test_gemma3_released_text_config_gives_the_plans_bases():
+    released = dict(configs.published("Gemma 3 27B, global layers").config["text_config"])
+    config = quiet(lambda: Gemma3TextConfig(**{k: v for k, v in released.items() if k != "model_type"}))
+    plans = layer_plans.gemma3(62)
+    assert config.num_hidden_layers == 62
+    assert config.layer_types == ["sliding_attention" if p.window else "full_attention" for p in plans]
+    assert sum(p.window is None for p in plans) == 10
+    module = modeling_gemma3.Gemma3RotaryEmbedding(config)
+    for kind, plan in (("sliding_attention", plans[0]), ("full_attention", plans[5])):
+        theirs = getattr(module, f"{kind}_inv_freq").double().numpy()
+        np.testing.assert_allclose(layer_plans.layer_frequencies(plan, 128), theirs, rtol=4 * EPS32, atol=0)
+    assert config.sliding_window == plans[0].window == 1024
+
+
+def test_gpt_oss_slow_band_far_out():
+    config = quiet(lambda: GptOssConfig(**SIZES, num_hidden_layers=2, max_position_embeddings=131072,
+                                        rope_parameters=dict(GPT_OSS_ROPE), num_local_experts=2))
+    module = modeling_gpt_oss.GptOssRotaryEmbedding(config)
+    positions = np.array([0, 4095, 65_536, 131_071])
+    cos, sin = module(torch.zeros(1, 4, 32, dtype=torch.float64), torch.tensor(positions)[None])
+    freqs = configs.frequencies_at({"head_dim": 32, "max_position_embeddings": 131072,
+                                    "rope_parameters": dict(GPT_OSS_ROPE)}, 131_072)
+    phi = np.outer(positions, freqs.inv_freq)
+    # float32 rounds each angle to about 2^-24 of itself: a tolerance per pair, tight where the angles are small
+    tol = 4 * EPS32 * (1 + np.abs(phi)) * freqs.attention_factor
+    assert cos.shape[-1] == phi.shape[-1]
+    for table, exact in ((cos[0].numpy(), np.cos(phi)), (sin[0].numpy(), np.sin(phi))):
+        assert (np.abs(table - exact * freqs.attention_factor) <= tol).all()
+    # and the slow band's tables are tight: within 1e-4 for every pair slower than 1e-3 rad per token
+    slow = freqs.inv_freq < 1e-3
+    assert slow.sum() >= 4 and tol[:, slow].max() < 1e-4
+    # the slow band: the last pairs' angles at 131,071 are what the interpolation made them
+    assert freqs.inv_freq[-1] * 131_071 < 2 * np.pi
+
+
+# ---------------------------------------------------------------------------
+# Recurrent stacks: Qwen3-Next and Qwen3.5
+# ---------------------------------------------------------------------------
+
+def released(name):
+    return json.loads((PUBLISHED / f"{name}.json").read_text())
+
+
+def test_qwen3_next_released_layers_and_partial_rotation_equal_the_plan():
+    file = released("qwen3-next-80b-a3b-instruct")
+    plans = layer_plans.qwen3_next(file["num_hidden_layers"], every=file["full_attention_interval"])
+    config = quiet(lambda: Qwen3NextConfig(**{k: v for k, v in file.items() if k in (
+        "num_hidden_layers", "head_dim", "partial_rotary_factor", "rope_theta", "hidden_size",
+        "num_attention_heads", "num_key_value_heads")}, full_attention_interval=file["full_attention_interval"]))
+    assert config.layer_types == ["linear_attention" if p.recurrent else "full_attention" for p in plans]
+    assert sum(not p.recurrent for p in plans) == 12 and len(plans) == 48
+    attention_plan = plans[3]
+    assert (attention_plan.base, attention_plan.rotary_dim) == (file["rope_theta"],
+                                                               int(file["head_dim"] * file["partial_rotary_factor"]))
+    module = modeling_qwen3_next.Qwen3NextRotaryEmbedding(config)
+    theta = layer_plans.layer_frequencies(attention_plan, file["head_dim"])
+    np.testing.assert_allclose(module.inv_freq.double().numpy(), theta, rtol=4 * EPS32, atol=0)
+    positions = np.arange(N)
+    cos, sin = module(torch.zeros(1, N, 256, dtype=torch.float64), torch.tensor(positions)[None])
+    generator = torch.Generator().manual_seed(13)
+    q = torch.randn(1, 2, N, 256, generator=generator, dtype=torch.float64)
+    k = torch.randn(1, 2, N, 256, generator=generator, dtype=torch.float64)
+    q_hf, _ = modeling_qwen3_next.apply_rotary_pos_emb(q, k, cos, sin)
+    x, r = q[0].numpy(), attention_plan.rotary_dim
+
+    def ours(layout="split", first=True):
+        if first:
+            return np.concatenate([rope.rotate(x[..., :r], positions, theta, layout), x[..., r:]], axis=-1)
+        return np.concatenate([x[..., :-r], rope.rotate(x[..., -r:], positions, theta, layout)], axis=-1)
+
+    tol = 4 * EPS32 * (1 + N) * 2 * float(np.abs(x).max())
+    np.testing.assert_allclose(ours(), q_hf[0].numpy(), atol=tol, rtol=0)
+    assert np.abs(ours(layout="adjacent") - q_hf[0].numpy()).max() > 0.1
+    assert np.abs(ours(first=False) - q_hf[0].numpy()).max() > 0.1
+
+
+def test_qwen3_5_released_layers_and_interleaved_partial_rotation_equal_companion():
+    file = released("qwen3.5-4b")["text_config"]
+    plans = layer_plans.qwen3_next(file["num_hidden_layers"], every=file["full_attention_interval"])
+    assert file["layer_types"] == ["linear_attention" if p.recurrent else "full_attention" for p in plans]
+    params = file["rope_parameters"]
+    config = quiet(lambda: Qwen3_5TextConfig(head_dim=file["head_dim"], rope_parameters=dict(params),
+                                             num_hidden_layers=4, hidden_size=256, num_attention_heads=2,
+                                             num_key_value_heads=1))
+    module = modeling_qwen3_5.Qwen3_5TextRotaryEmbedding(config)
+    rotary = int(file["head_dim"] * params["partial_rotary_factor"])
+    assert rotary == plans[3].rotary_dim and sum(params["mrope_section"]) == rotary // 2
+    positions, _ = mrope.multimodal_positions([5, (1, 8, 12), 3, (2, 4, 4), 4], spatial_merge_size=2)
+    cos, _ = module(torch.zeros(1, positions.shape[1], 256, dtype=torch.float64), torch.tensor(positions)[:, None, :])
+    theta = rope.inv_freq(rotary, params["rope_theta"])
+    phi = mrope.angles(positions, theta, mrope.pair_axes(params["mrope_section"], "interleaved"))
+    tol = 4 * EPS32 * (1 + np.abs(phi).max())
+    np.testing.assert_allclose(cos[0].double().numpy(), np.cos(np.concatenate([phi, phi], -1)), atol=tol, rtol=0)
+    # a text token is plain partial RoPE at base 10^7: the plan's frequencies
+    np.testing.assert_allclose(theta, layer_plans.layer_frequencies(plans[3], file["head_dim"]), rtol=1e-15)

@@ -12,15 +12,24 @@ downloaded. Checked, in float32 (the library's) against float64 (companion's):
   the largest entry;
 * the position grids: ``get_rope_index`` of Qwen2-VL, Qwen2.5-VL and Qwen3-VL equals
   ``mrope.multimodal_positions`` exactly (integers) on sequences of text, images and short
-  videos; for a video with more frames than rows and columns the library (5.24) starts the
-  next text at ``start + max(h', w')`` instead of one past the largest position, and the test
-  records that difference;
+  videos; for a video whose temporal positions run past ``max(h', w')`` the library (5.24)
+  starts the next text at ``start + max(h', w')`` instead of one past the largest position:
+  ``advance="spatial"`` reproduces the library, ``advance="largest"`` the rule of the
+  release, and the tests record where they part;
+* video time: Qwen2.5-VL's temporal positions spaced by ``tokens_per_second`` times
+  ``second_per_grid_ts`` (``time_interval``, including a fractional step that the library
+  floors), with the released 7B file's ``tokens_per_second`` of 2; Qwen3-VL's videos as
+  timestamped frames (``video_time.timestamped_segments``: every temporal grid a
+  ``t = 1`` grid between its timestamp text and vision tokens, as the library splits
+  ``video_grid_thw``), and the processor's timestamps (``video_time.frame_timestamps``);
 * the vision tower's axial 2-D RoPE (``Qwen2VLVisionRotaryEmbedding`` with
   ``get_vision_position_ids``): the same tables and patch order.
 """
 from __future__ import annotations
 
+import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,9 +45,10 @@ from transformers.models.qwen2_5_vl.configuration_qwen2_5_vl import Qwen2_5_VLCo
 from transformers.models.qwen2_vl import modeling_qwen2_vl  # noqa: E402
 from transformers.models.qwen3_vl import modeling_qwen3_vl  # noqa: E402
 from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLConfig, Qwen3VLTextConfig  # noqa: E402
+from transformers.models.qwen3_vl.processing_qwen3_vl import Qwen3VLProcessor  # noqa: E402
 from transformers.vision_utils import get_vision_position_ids  # noqa: E402
 
-from companion import mrope, rope  # noqa: E402
+from companion import mrope, rope, video_time  # noqa: E402
 
 EPS32 = 2.0 ** -23
 TEXT = dict(hidden_size=256, num_attention_heads=2, num_key_value_heads=2, num_hidden_layers=1, head_dim=128)
@@ -137,12 +147,106 @@ def test_a_long_video_is_where_the_library_and_the_paper_rule_part():
     segments = [3, (5, 4, 4), 2]
     model = quiet(lambda: modeling_qwen2_vl.Qwen2VLModel(qwen2_vl_config()))
     ids, kinds = tokens(segments)
-    theirs, _ = model.get_rope_index(ids, kinds, video_grid_thw=grids(segments, "video"))
+    theirs, their_delta = model.get_rope_index(ids, kinds, video_grid_thw=grids(segments, "video"))
     ours, _ = mrope.multimodal_positions(segments, spatial_merge_size=2)
     video = slice(3, 3 + 20)
     np.testing.assert_array_equal(theirs[:, 0, video].numpy(), ours[:, video])
     assert theirs[0, 0, -2].item() == 3 + 2 and ours[0, -2] == 3 + 5
     assert theirs[0, 0, video].max().item() == 3 + 4  # its next text (5, 6) reuses the video's times 3..7
+    library_rule, delta = mrope.multimodal_positions(segments, spatial_merge_size=2, advance="spatial")
+    np.testing.assert_array_equal(theirs[:, 0].numpy(), library_rule)
+    assert int(their_delta) == delta
+
+
+def test_qwen2_5_vl_released_tokens_per_second():
+    released = json.loads((Path(__file__).resolve().parent / "data" / "published_configs" /
+                           "qwen2.5-vl-7b-instruct.json").read_text())
+    assert released["vision_config"]["tokens_per_second"] == 2
+    assert released["rope_scaling"]["mrope_section"] == list(mrope.QWEN2_VL_SECTIONS)
+
+
+def qwen2_5_vl_model(tokens_per_second=2):
+    config = quiet(lambda: Qwen2_5_VLConfig(text_config=dict(TEXT), vision_config=dict(
+        depth=1, hidden_size=64, num_heads=2, out_hidden_size=256, spatial_merge_size=2,
+        tokens_per_second=tokens_per_second), image_token_id=IMAGE_TOKEN, video_token_id=VIDEO_TOKEN))
+    return quiet(lambda: modeling_qwen2_5_vl.Qwen2_5_VLModel(config))
+
+
+@pytest.mark.parametrize("segments,tokens_per_second,second_per_grid", [
+    ([4, (3, 4, 4), 2], 2, 1.0),                    # the released 7B file's tokens_per_second, fps 2
+    ([2, (1, 4, 6), 3, (6, 4, 4), 5], 2, 1.0),      # an image, then a video
+    ([3, (5, 6, 4), 1], 5, 0.25),                   # a step of 1.25 positions, floored
+    ([3, (4, 8, 8), 2], 2, 0.5),                    # a step of 1: the Qwen2-VL numbering
+])
+def test_qwen2_5_vl_video_time_is_tokens_per_second_times_seconds(segments, tokens_per_second, second_per_grid):
+    model = qwen2_5_vl_model(tokens_per_second)
+    ids, kinds = tokens(segments)
+    videos = grids(segments, "video")
+    theirs, their_delta = model.get_rope_index(ids, kinds, image_grid_thw=grids(segments, "image"),
+                                               video_grid_thw=videos,
+                                               second_per_grid_ts=torch.full((len(videos),), second_per_grid))
+    tau = tokens_per_second * second_per_grid
+    library_rule, delta = mrope.multimodal_positions(segments, 2, time_interval=tau, advance="spatial")
+    np.testing.assert_array_equal(theirs[:, 0].numpy(), library_rule)
+    assert int(their_delta) == delta
+    release_rule, _ = mrope.multimodal_positions(segments, 2, time_interval=tau)
+    # the two rules share every vision token and part only where a video's time outruns its side
+    vision = kinds[0].numpy() > 0
+    np.testing.assert_array_equal(release_rule[:, vision], library_rule[:, vision])
+    t, h, w = videos[-1].tolist()
+    assert np.array_equal(release_rule, library_rule) == ((t - 1) * tau < max(h, w) // 2)
+
+
+def test_qwen2_5_vl_text_after_almost_any_video_reuses_its_times():
+    """With the released tokens_per_second of 2 at 2 frames per second (one second per grid), the
+    text after a video of t >= 2 grids of 2 x 2 tokens starts inside the video's temporal range."""
+    model = qwen2_5_vl_model(2)
+    for t in range(2, 9):
+        segments = [3, (t, 4, 4), 2]
+        ids, kinds = tokens(segments)
+        theirs, _ = model.get_rope_index(ids, kinds, video_grid_thw=grids(segments, "video"))
+        last_time = 3 + 2 * (t - 1)
+        assert theirs[0, 0, -2].item() == 3 + 2 <= last_time
+        ours, _ = mrope.multimodal_positions(segments, 2, time_interval=2.0)
+        assert ours[0, -2] == last_time + 1
+
+
+def qwen3_vl_video_tokens(timestamps, grid_hw, before, after):
+    """input_ids and mm_token_type_ids of Qwen3-VL's prompt for one video: per temporal grid its
+    timestamp text, a vision-start token, the frame's tokens and a vision-end token."""
+    h, w = grid_hw
+    ids, kinds = [TEXT_TOKEN] * before, [0] * before
+    for stamp in timestamps:
+        ids += [TEXT_TOKEN] * stamp + [151652] + [VIDEO_TOKEN] * (h * w // 4) + [151653]
+        kinds += [0] * (stamp + 1) + [2] * (h * w // 4) + [0]
+    ids += [TEXT_TOKEN] * after
+    kinds += [0] * after
+    return torch.tensor([ids]), torch.tensor([kinds])
+
+
+@pytest.mark.parametrize("timestamps,grid_hw", [([4, 4, 5], (4, 6)), ([3, 3, 3, 3, 3, 4], (8, 4))])
+def test_qwen3_vl_video_is_a_row_of_timestamped_frames(timestamps, grid_hw):
+    q3 = quiet(lambda: Qwen3VLConfig(text_config=dict(TEXT), vision_config=dict(
+        depth=1, hidden_size=64, num_heads=2, out_hidden_size=256, spatial_merge_size=2),
+        image_token_id=IMAGE_TOKEN, video_token_id=VIDEO_TOKEN))
+    model = quiet(lambda: modeling_qwen3_vl.Qwen3VLModel(q3))
+    ids, kinds = qwen3_vl_video_tokens(timestamps, grid_hw, before=5, after=3)
+    video = torch.tensor([[len(timestamps), *grid_hw]])
+    theirs, their_delta = model.get_rope_index(ids, kinds, video_grid_thw=video)
+    segments = video_time.timestamped_segments(timestamps, grid_hw, 2, before=5, after=3)
+    ours, delta = mrope.multimodal_positions(segments, 2)
+    np.testing.assert_array_equal(theirs[:, 0].numpy(), ours)
+    assert int(their_delta) == delta
+    # every frame is placed like an image: one temporal position for all its tokens
+    frames = kinds[0].numpy() == 2
+    temporal = ours[0, frames].reshape(len(timestamps), -1)
+    assert (temporal == temporal[:, :1]).all() and (np.diff(temporal[:, 0]) > 1).all()
+
+
+def test_qwen3_vl_timestamps_are_the_processors():
+    for indices, fps in ((np.arange(0, 32, 4), 24.0), (np.arange(7), 2.0), (np.array([0, 3, 9, 12, 20]), 30.0)):
+        theirs = Qwen3VLProcessor._calculate_timestamps(None, indices.copy(), fps, 2)
+        np.testing.assert_allclose(video_time.frame_timestamps(indices, fps, 2), theirs, rtol=1e-15)
 
 
 @pytest.mark.parametrize("sections", [(16, 24, 24), (8, 28, 28)])
@@ -187,15 +291,28 @@ def test_qwen3_vl_interleaved_tables_and_rotation():
                                    atol=tol, rtol=0)
 
 
-def test_glm4v_partial_sectioned_tables_in_the_adjacent_layout():
+def test_glm4v_partial_sectioned_tables_and_rotation_in_the_adjacent_layout():
     """GLM-4.5V's text rotary: half of a 128-wide head rotated, sections [8, 12, 12], pairs adjacent."""
     config = quiet(lambda: Glm4vTextConfig(**TEXT, rope_parameters={
         "rope_type": "default", "rope_theta": 1e4, "mrope_section": [8, 12, 12], "partial_rotary_factor": 0.5}))
     module = modeling_glm4v.Glm4vTextRotaryEmbedding(config)
     positions, _ = mrope.multimodal_positions(SEGMENTS, spatial_merge_size=2)
-    cos, sin = module(torch.zeros(1, positions.shape[1], 128), torch.tensor(positions)[:, None, :])
-    phi = mrope.angles(positions, rope.inv_freq(64, 1e4), mrope.pair_axes((8, 12, 12)))
+    n = positions.shape[1]
+    cos, sin = module(torch.zeros(1, n, 128), torch.tensor(positions)[:, None, :])
+    theta, axes = rope.inv_freq(64, 1e4), mrope.pair_axes((8, 12, 12))
+    phi = mrope.angles(positions, theta, axes)
     assert_tables(cos, sin, phi, layout="adjacent")
+    generator = torch.Generator().manual_seed(9)
+    q = torch.randn(1, 2, n, 128, generator=generator)
+    k = torch.randn(1, 2, n, 128, generator=generator)
+    q_hf, k_hf = modeling_glm4v.apply_rotary_pos_emb(q, k, cos, sin)
+    tol = table_tolerance(phi) * 2 * float(q.abs().max())
+    def ours(x, layout="adjacent"):
+        return np.concatenate([mrope.rotate(x[..., :64], positions, theta, axes, layout), x[..., 64:]], axis=-1)
+
+    for x, x_hf in ((q.double().numpy(), q_hf), (k.double().numpy(), k_hf)):
+        np.testing.assert_allclose(ours(x), x_hf.double().numpy(), atol=tol, rtol=0)
+        assert np.abs(ours(x, "split") - x_hf.double().numpy()).max() > 0.1
 
 
 def test_vision_tower_axial_rope_and_patch_order():
@@ -209,3 +326,13 @@ def test_vision_tower_axial_rope_and_patch_order():
         cos, sin = module(torch.zeros(1), hw)
         phi = mrope.angles(ours, mrope.axial_inv_freq(head, 10000.0), mrope.axial_pair_axes(head))
         assert_tables(cos[None], sin[None], phi)
+
+
+def test_qwen3_vl_released_base_is_not_the_class_default():
+    """The released Qwen3-VL-8B file sets rope_theta 5,000,000; Qwen3VLTextConfig defaults to 500,000."""
+    released = json.loads((Path(__file__).resolve().parent / "data" / "published_configs" /
+                           "qwen3-vl-8b-instruct.json").read_text())["text_config"]
+    assert released["rope_theta"] == 5_000_000
+    assert released["rope_scaling"]["mrope_section"] == list(mrope.QWEN3_VL_SECTIONS)
+    assert released["rope_scaling"]["mrope_interleaved"] is True
+    assert quiet(lambda: Qwen3VLTextConfig()).rope_parameters["rope_theta"] == 500_000

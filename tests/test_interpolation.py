@@ -77,6 +77,48 @@ def test_unregularised_fit_of_noise_extrapolates_wildly_and_ridge_does_not():
     assert np.abs(interpolation.score_curve(tame, far, theta)).max() < 3 * np.abs(interpolation.score_curve(tame, s, theta)).max()
 
 
+def test_unregularised_fit_with_fewer_samples_than_unknowns_is_the_minimum_norm_fit():
+    """ridge = 0 is NumPy's least squares: with 3 samples for 8 unknowns (4 pairs) the normal equations
+    are singular, and the fit is the one of least norm that passes through every sample."""
+    theta = rope.inv_freq(8, 10.0)
+    s, y = np.array([0.0, 1.0, 5.0]), np.array([1.0, -0.5, 2.0])
+    h = interpolation.fit_score_curve(s, y, theta)
+    np.testing.assert_allclose(interpolation.score_curve(h, s, theta), y, atol=1e-12)
+    phase = np.multiply.outer(s, theta)
+    X = np.concatenate([np.cos(phase), -np.sin(phase)], axis=1)   # a(s) = X (Re h, Im h)
+    coeffs = np.concatenate([h.real, h.imag])
+    np.testing.assert_allclose(coeffs, np.linalg.pinv(X) @ y, atol=1e-12)   # in the row space of X
+
+
+def test_rcond_drops_the_weak_directions_of_the_fit():
+    """Singular values below rcond times the largest count as zero: a large rcond keeps only the strong
+    directions, so the fit is shorter and no longer passes through the samples."""
+    theta = rope.inv_freq(16, BASE)
+    s = np.arange(64.0)
+    y = np.random.default_rng(2).normal(size=s.size)
+    full = interpolation.fit_score_curve(s, y, theta)
+    cut = interpolation.fit_score_curve(s, y, theta, rcond=0.5)
+    assert np.linalg.norm(cut) < 0.5 * np.linalg.norm(full)
+    residual = np.linalg.norm(interpolation.score_curve(cut, s, theta) - y)
+    assert residual > 1.01 * np.linalg.norm(interpolation.score_curve(full, s, theta) - y)
+
+
+def test_rcond_and_ridge_together_are_refused_with_the_reason():
+    with pytest.raises(ValueError, match=r"^rcond and ridge must not both be given: rcond applies only to the "):
+        interpolation.fit_score_curve(np.arange(5.0), np.ones(5), THETA, rcond=1e-8, ridge=1.0)
+
+
+def test_pi_bound_ratio_at_another_base():
+    """Chen et al.'s two bounds for Llama 3's base 500000: the frequencies, and the paper's ln(base), move."""
+    base, d = 500_000.0, 64
+    theta = rope.inv_freq(d, base)
+    s = np.array([0.0, 3.0, 250.0])
+    B = np.array([sum(abs(np.sum(np.exp(1j * x * theta[:k]))) for k in range(1, d // 2 + 1)) for x in s])
+    np.testing.assert_allclose(interpolation.pi_bound_ratio(s, d, base), 2 * B / (np.sum(theta**2) / 8), rtol=1e-12)
+    np.testing.assert_allclose(interpolation.pi_bound_ratio(s, d, base, "paper"), 64 * math.log(base) * B / d,
+                               rtol=1e-12)
+
+
 def test_interpolation_error_bound_holds_and_is_sharp_for_one_slow_pair():
     rng = np.random.default_rng(14)
     theta = rope.inv_freq(64, BASE)
@@ -150,6 +192,50 @@ def test_remainder_for_x_to_the_n_plus_1_is_the_node_polynomial():
                                interpolation.node_polynomial(x, nodes), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(interpolation.polynomial_remainder_bound(x, nodes, 24.0),
                                np.abs(interpolation.node_polynomial(x, nodes)), rtol=1e-12)
+
+
+def test_polynomial_interpolant_of_nodes_far_from_zero_and_close_together():
+    """Nodes 1e8 + (0, 1, 2, 3) 1e-4 apart: working relative to their centre keeps the gaps exact, so a
+    cubic is reproduced to rounding, between the nodes and beyond them."""
+    nodes = 1e8 + np.arange(4.0) * 1e-4
+    x = 1e8 + np.array([0.5, 1.5, 2.5, 4.0, -1.0]) * 1e-4
+
+    def cubic(t):
+        u = (t - 1e8) * 1e4
+        return u**3 - 2 * u
+
+    np.testing.assert_allclose(interpolation.polynomial_interpolant(nodes, cubic(nodes), x), cubic(x), atol=1e-9)
+
+
+def test_polynomial_interpolant_of_tiny_nodes_about_zero():
+    """Five nodes 1e-200 apart around 0 (x^2 through them): the weights, products of 1e-200 gaps, would
+    overflow unless the nodes are spread over [-1, 1] first."""
+    nodes = np.arange(-2.0, 3.0) * 1e-200
+    got = interpolation.polynomial_interpolant(nodes, (nodes / 1e-200) ** 2, np.array([0.5e-200, 3e-200]))
+    np.testing.assert_allclose(got, [0.25, 9.0], rtol=1e-12)
+
+
+def test_polynomial_interpolant_at_nodes_for_x_of_two_dimensions():
+    """At a node the interpolant returns the value there, for ``x`` of any shape."""
+    got = interpolation.polynomial_interpolant([0.0, 1.0, 2.0], [5.0, 6.0, 9.0], np.array([[0.0, 1.0], [2.0, 0.5]]))
+    np.testing.assert_array_equal(got[[0, 0, 1], [0, 1, 0]], [5.0, 6.0, 9.0])
+    assert got[1, 1] == pytest.approx(5.25)   # 5 + t^2 at t = 1/2
+
+
+def test_polynomial_interpolant_where_the_spread_rounds_x_onto_a_node():
+    """Nodes 1e300 apart put x = 1e-310 at t = 1e-610, which rounds to the node at 0: the value there,
+    not 0/0."""
+    assert interpolation.polynomial_interpolant([-1e300, 0.0, 1e300], [1.0, 2.0, 3.0], [1e-310])[0] == 2.0
+
+
+def test_cauchy_bound_beyond_170_nodes_divides_by_the_whole_factorial():
+    """(n + 1)! beyond 170! overflows float64; the bound divides the rest in: M |omega(x)| / 171! for 171 nodes."""
+    x = np.array([1.5])
+    for n_nodes in (170, 171, 200):
+        nodes = np.linspace(0.0, 1.0, n_nodes)
+        log_omega = np.sum(np.log(np.abs(x[0] - nodes)))
+        expected = math.exp(log_omega - math.lgamma(n_nodes + 1))
+        assert interpolation.polynomial_remainder_bound(x, nodes, 1.0)[0] == pytest.approx(expected, rel=1e-9)
 
 
 def test_cauchy_bound_holds_for_a_rope_pair_inside_and_outside():

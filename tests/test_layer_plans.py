@@ -1,6 +1,8 @@
 """companion.layer_plans: per-layer position plans, their masks and their reach."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -25,7 +27,8 @@ def test_masks_and_reach():
     assert layer_plans.reach(layer_plans.LayerPlan(rope=True, window=128), 10_000) == 127
     assert layer_plans.reach(layer_plans.LayerPlan(rope=True, chunk=8192), 100) == 99
     assert layer_plans.reach(layer_plans.LayerPlan(rope=False), 100) == 99
-    for plan in (layer_plans.LayerPlan(rope=True, window=5), layer_plans.LayerPlan(rope=True, chunk=4), layer_plans.LayerPlan(rope=True)):
+    for plan in (layer_plans.LayerPlan(rope=True, window=5), layer_plans.LayerPlan(rope=True, chunk=4),
+                 layer_plans.LayerPlan(rope=True)):
         mask = layer_plans.layer_mask(plan, 23)
         i, j = np.nonzero(mask)
         assert (i - j).max() == layer_plans.reach(plan, 23)
@@ -91,3 +94,73 @@ def test_llama4_pattern_is_chapter_fives():
 def test_bad_arguments_are_refused_by_name(call):
     with pytest.raises(ValueError, match="must"):
         call()
+
+
+def test_the_plan_builders_use_their_arguments():
+    """Every layer of Gemma 2 and gpt-oss rotates, with the base given; Llama 4 and SmolLM3 leave out every
+    nope_every-th layer's RoPE, and their position-free layers have no base."""
+    for plans, base in ((layer_plans.gemma2(4, base=20_000.0), 20_000.0), (layer_plans.gpt_oss(4, base=30_000.0), 30_000.0)):
+        assert all(p.rope and p.base == base for p in plans)
+    assert [p.rope for p in layer_plans.llama4(4, nope_every=2)] == [True, False, True, False]
+    smol = layer_plans.smollm3(4, nope_every=2, base=7.0)
+    assert [p.rope for p in smol] == [True, False, True, False]
+    assert [p.base for p in smol] == [7.0, None, 7.0, None]
+
+
+def test_plans_that_are_not_layer_plans_are_named():
+    with pytest.raises(TypeError, match=r"^plans must hold LayerPlan entries only, one per layer, got str$"):
+        layer_plans.cached_keys([layer_plans.LayerPlan(rope=True), "global"], 8)
+
+
+def test_qk_norm_of_a_zero_vector_without_eps_is_refused_even_in_a_batch():
+    x = np.ones((2, 3, 4))
+    x[1, 2] = 0.0
+    with pytest.raises(ValueError, match=r"^eps must be > 0 when a vector of x is all zeros \(its RMS is 0\), "
+                                         r"got eps = 0.0$"):
+        layer_plans.qk_rms_norm(x, eps=0.0)
+    assert np.isfinite(layer_plans.qk_rms_norm(x)).all()
+
+
+def test_qk_norm_scales_each_vector_by_its_own_size():
+    """A vector of 1e150 and one of 1e-150 in one call, without eps: each has RMS 1 afterwards."""
+    x = np.array([[1e150, -1e150], [1e-150, 1e-150]])
+    np.testing.assert_allclose(layer_plans.qk_rms_norm(x, eps=0.0), [[1.0, -1.0], [1.0, 1.0]], rtol=1e-15)
+
+
+def test_qk_norm_of_a_vector_far_below_eps_is_zero_without_a_warning():
+    """eps / s^2 overflows for s ~ 1e-200: the result is 0 (x is nothing next to eps), and no division warns."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(layer_plans.qk_rms_norm(np.array([1e-200, -1e-200])), [0.0, 0.0])
+
+
+def test_qk_norm_without_eps_of_a_tiny_vector():
+    """Rescaling by s = max |x_j| is there so that no square vanishes (x ~ 1e-300): with eps = 0 a
+    non-zero vector has RMS 1 afterwards, however small."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(layer_plans.qk_rms_norm(np.array([1e-200, 1e-200]), eps=0.0), [1.0, 1.0])
+
+
+def test_recurrent_stacks():
+    qwen = layer_plans.qwen3_next(48)
+    assert [not p.recurrent for p in qwen] == [(layer + 1) % 4 == 0 for layer in range(48)]
+    assert all(p.rope and p.base == 1e7 and p.rotary_dim == 64 for p in qwen if not p.recurrent)
+    assert layer_plans.layer_frequencies(qwen[3], 256).size == 32
+    np.testing.assert_allclose(layer_plans.layer_frequencies(qwen[3], 256), rope.inv_freq(64, 1e7), rtol=1e-15)
+    assert layer_plans.cached_keys(qwen, 1000) == 12 * 1000
+    assert layer_plans.longest_rotated_distance(qwen, 262_144) == 262_143
+    kimi = layer_plans.kimi_linear(8)
+    assert layer_plans.longest_rotated_distance(kimi, 10**6) == 0 and layer_plans.cached_keys(kimi, 50) == 100
+    with pytest.raises(ValueError, match="recurrent"):
+        layer_plans.layer_mask(qwen[0], 4)
+    with pytest.raises(ValueError, match="recurrent"):
+        layer_plans.LayerPlan(rope=True, recurrent=True)
+
+
+def test_gemma3_27b_keeps_less_than_one_block_suggests():
+    """62 layers, 10 of them global: 16.8% of a full cache at 128K, not one block's 17.3%."""
+    n = 131_072
+    share = layer_plans.cached_keys(layer_plans.gemma3(62), n) / (62 * n)
+    assert round(share, 3) == 0.168
+    assert round(layer_plans.cached_keys(layer_plans.gemma3(6), n) / (6 * n), 3) == 0.173

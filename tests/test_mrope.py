@@ -127,3 +127,72 @@ def test_axial_frequencies_and_patch_order():
 def test_bad_arguments_are_refused_by_name(call):
     with pytest.raises(ValueError, match="must"):
         call()
+
+
+@pytest.mark.parametrize("sections, room", [([2, 2, 1], True), ([3, 1, 2], True), ([1, 3, 1], False),
+                                            ([3, 3, 1], False), ([2, 1, 2], False)])
+def test_interleaving_needs_room_for_the_strided_pairs(sections, room):
+    """Height takes pairs 1, 4, ..., 3 s_1 - 2 and width 2, 5, ..., 3 s_2 - 1: both below sum(sections)."""
+    if room:
+        assert mrope.pair_axes(sections, "interleaved").shape == (sum(sections),)
+    else:
+        with pytest.raises(ValueError, match="^sections must leave room to interleave: 3 \\* height - 2 and 3 \\* width - 1"):
+            mrope.pair_axes(sections, "interleaved")
+
+
+def test_interleaved_owners_of_unequal_height_and_width_sections():
+    """Transformers' apply_interleaved_mrope: height on pairs 1::3 below 3 s_1, width on 2::3 below 3 s_2."""
+    owner = mrope.pair_axes([3, 1, 2], "interleaved")
+    assert owner.dtype == np.int64
+    np.testing.assert_array_equal(owner, [0, 1, 2, 0, 0, 2])
+
+
+def test_one_token_s_positions_and_positions_with_batch_dimensions():
+    theta = rope.inv_freq(8)
+    axes = np.array([0, 1, 2, 2])
+    np.testing.assert_allclose(mrope.angles(np.array([5, 6, 7]), theta, axes), np.array([5, 6, 7, 7]) * theta)
+    positions = np.arange(3 * 2 * 4).reshape(3, 2, 4)
+    got = mrope.angles(positions, theta, axes)
+    assert got.shape == (2, 4, 4)
+    for b in range(2):
+        np.testing.assert_allclose(got[b], mrope.angles(positions[:, b], theta, axes), rtol=1e-15)
+
+
+def test_positions_must_fit_x_and_name_the_rows_they_need():
+    theta, axes = rope.inv_freq(8), np.array([0, 1, 2, 2])
+    x = np.zeros((2, 4, 8))
+    assert mrope.rotate(x, np.zeros((3, 4), dtype=int), theta, axes).shape == (2, 4, 8)
+    with pytest.raises(ValueError, match=r"^positions of shape \(3, 5\) must be \(n_axes,\) \+ a shape that broadcasts to "
+                                         r"x.shape\[:-1\] = \(2, 4\)$"):
+        mrope.rotate(x, np.zeros((3, 5), dtype=int), theta, axes)
+    with pytest.raises(ValueError, match=r"^positions must have one row per axis, at least 3 rows \(shape \(n_axes, "
+                                         r"\.\.\.\)\), got shape \(2, 4\)$"):
+        mrope.angles(np.zeros((2, 4), dtype=int), theta, axes)
+
+
+def test_segments_name_what_is_wrong_with_a_text_run_or_a_grid():
+    with pytest.raises(ValueError, match=r"^segments \(a text run\) must be an integer in 1\.\.4294967296"):
+        mrope.multimodal_positions([2**32 + 1])
+    with pytest.raises(ValueError, match=r"^segments \(a grid\) must be .*\(t, h, w\)"):
+        mrope.multimodal_positions([(1, 2)])
+
+
+def test_vision_positions_are_integers():
+    grid = mrope.vision_positions([2, 4, 4], spatial_merge_size=2, time_interval=1.5)
+    assert grid.dtype == np.int64 and grid.shape == (3, 8)
+
+
+def test_time_interval_and_the_two_rules_for_the_text_after_a_video():
+    segments = [3, (8, 4, 4), 2]
+    release, delta = mrope.multimodal_positions(segments, 2, time_interval=4.0)
+    library, library_delta = mrope.multimodal_positions(segments, 2, time_interval=4.0, advance="spatial")
+    assert release[0, 3:3 + 32:4].tolist() == list(range(3, 32, 4))
+    assert release[0, -2:].tolist() == [32, 33] and library[0, -2:].tolist() == [5, 6]
+    assert (delta, library_delta) == (34 - 37, 32 - 37)
+    # images and short videos: the rules agree
+    for short in ([3, (1, 4, 6), 2], [3, (2, 4, 6), 2]):
+        assert np.array_equal(mrope.multimodal_positions(short, 2)[0],
+                              mrope.multimodal_positions(short, 2, advance="spatial")[0])
+    # a fractional interval is floored, as the library's .long()
+    floored, _ = mrope.multimodal_positions([1, (5, 2, 2), 1], 2, time_interval=1.25)
+    assert floored[0, 1:6].tolist() == [1, 2, 3, 4, 6]

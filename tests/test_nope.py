@@ -259,3 +259,21 @@ def test_unmasked_probe_floor_is_the_best_constant_guess(bos):
         nope.unmasked_probe_floor(0)
     with pytest.raises(ValueError, match="bos"):
         nope.unmasked_probe_floor(4, bos=None)
+
+
+@pytest.mark.parametrize("signal", [[0.0], [-1.0], [1.9], [2.5], [0.5, 1.9]])
+def test_read_position_refuses_a_signal_outside_zero_to_one(signal):
+    with pytest.raises(ValueError, match=r"^signal must lie in \(0, 1\]: a uniform causal head gives 1/\(i\+1\) at position i$"):
+        nope.read_position(signal)
+
+
+def test_read_position_at_the_ends_of_its_range_and_of_its_tolerance():
+    """1/(2**32 + 1) is the last position of the supported range, 1/(2**32 + 2) one beyond; an entry
+    exactly rtol away from 1/(i+1) still reads as i; positions come back as int64."""
+    got = nope.read_position([1 / (2**32 + 1), 1.0, 0.5])
+    assert got.dtype == np.int64 and got.tolist() == [2**32, 0, 1]
+    with pytest.raises(ValueError, match=r"^signal must be at least 1/\(2\*\*32 \+ 1\): smaller entries stand for "
+                                         r"positions beyond the supported range 0\.\.2\*\*32, got a minimum of 2\.32831e-10$"):
+        nope.read_position([1 / (2**32 + 2)])
+    assert nope.read_position([1.5], rtol=0.5).tolist() == [0]
+    assert nope.read_position([0.75], rtol=0.5).tolist() == [0]

@@ -479,3 +479,99 @@ def test_shaw_attention_with_heads_and_more_keys_than_queries():
         layer.w_v.copy_(torch.from_numpy(w_v))
         z_t, alpha_t = layer(*(torch.from_numpy(a) for a in (q, k, v)))
     assert np.allclose(z_t.numpy(), z, atol=1e-12) and np.allclose(alpha_t.numpy(), alpha, atol=1e-12)
+
+
+# --- rules and initial values that no other test reaches ----------------------------------
+
+
+def test_fewer_keys_than_queries_are_refused_everywhere():
+    q, k = np.zeros((4, 3)), np.zeros((3, 3))
+    for call in (lambda: relative.shaw_scores(q, k, np.zeros((5, 3))),
+                 lambda: relative.shaw_attention(q, k, np.zeros((3, 2)), np.zeros((5, 3)), np.zeros((5, 2))),
+                 lambda: relative.transformer_xl_terms(q, k, np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((4, 2)),
+                                                       np.zeros(2), np.zeros(2))):
+        with pytest.raises(ValueError, match=r"^n_keys must be >= n_queries \(4\)"):
+            call()
+
+
+def test_an_odd_sinusoid_width_is_refused_with_its_rows():
+    with pytest.raises(ValueError, match=r"^w_kr must have an even number of rows d_r \(sinusoid pairs\), got 3$"):
+        relative.transformer_xl_terms(np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((3, 2)), np.zeros((3, 2)),
+                                      np.zeros((3, 2)), np.zeros(2), np.zeros(2))
+
+
+@pytest.mark.parametrize("bidirectional, num_buckets, exact", [(True, 4, 1), (True, 6, 1), (True, 32, 8),
+                                                                (False, 2, 1), (False, 5, 2), (False, 32, 16)])
+def test_t5_accepts_the_smallest_options_and_max_distance_just_past_the_exact_buckets(bidirectional, num_buckets, exact):
+    """T5 needs an even number >= 4 of buckets in both directions (>= 2 in one), and a max_distance beyond
+    the exact buckets of a direction: half of a direction's buckets, ``(num_buckets // 2) // 2`` or
+    ``num_buckets // 2`` (Raffel et al. 2020; Hugging Face's _relative_position_bucket)."""
+    table = np.arange(num_buckets * 2.0).reshape(num_buckets, 2)
+    for call in (lambda md: relative.t5_bucket(np.arange(-3, 4), bidirectional, num_buckets, md),
+                 lambda md: relative.t5_bias(table, 2, 3, bidirectional, md),
+                 lambda md: relative_torch.T5RelativeBias(2, num_buckets, md, bidirectional)):
+        call(exact + 1)
+        with pytest.raises(ValueError, match=rf"^max_distance must be > {exact} \(the number of exact buckets per "
+                                             rf"direction\), got {exact}$"):
+            call(exact)
+
+
+def test_t5_bias_tables_of_one_head_and_of_an_odd_number_of_buckets():
+    one_head = np.arange(32.0)[:, None]   # the last query, at position 2, sees keys at distances -2, -1, 0
+    np.testing.assert_array_equal(relative.t5_bias(one_head, 1, 3)[0, 0], one_head[relative.t5_bucket([-2, -1, 0]), 0])
+    with pytest.raises(ValueError, match="num_buckets must be an even integer >= 4 when bidirectional"):
+        relative.t5_bias(np.zeros((5, 1)), 2, 3, bidirectional=True)
+    np.testing.assert_array_equal(relative.t5_bias(np.arange(5.0)[:, None], 1, 2, bidirectional=False, max_distance=3),
+                                  [[[1.0, 0.0]]])   # one key back: bucket 1; the query itself: 0
+
+
+def test_t5_bias_uses_the_max_distance_it_is_given():
+    table = np.arange(32.0)[:, None]
+    for max_distance in (20, 128, 1000):
+        got = relative.t5_bias(table, 1, 600, max_distance=max_distance)[0, 0]
+        np.testing.assert_array_equal(got, table[relative.t5_bucket(np.arange(600) - 599, True, 32, max_distance), 0])
+
+
+def test_t5_layer_with_keys_left_out_has_as_many_keys_as_queries():
+    layer = relative_torch.T5RelativeBias(2)
+    torch.testing.assert_close(layer(4), layer(4, 4), rtol=0, atol=0)
+
+
+def test_shaw_layer_mask_broadcasts_over_the_leading_dimensions_of_q_and_k():
+    """The scores have the broadcast leading shape of q and k: a mask of that shape is accepted, one of
+    another shape refused; a mask with a row of no key is refused in so many words."""
+    layer = relative_torch.ShawRelativeAttention(4, 1).double()
+    q, k, v = torch.zeros(2, 1, 3, 4, dtype=torch.float64), torch.zeros(1, 5, 3, 4, dtype=torch.float64), \
+        torch.zeros(1, 5, 3, 4, dtype=torch.float64)
+    z, alpha = layer(q, k, v, mask=torch.ones(2, 5, 3, 3, dtype=torch.bool))
+    assert z.shape == (2, 5, 3, 4) and alpha.shape == (2, 5, 3, 3)
+    with pytest.raises(ValueError, match=r"^mask of shape \(3, 3, 3\) must broadcast to the scores \(2, 5, 3, 3\)$"):
+        layer(q, k, v, mask=torch.ones(3, 3, 3, dtype=torch.bool))
+    q3, k1 = torch.zeros(3, 2, 4, dtype=torch.float64), torch.zeros(1, 2, 4, dtype=torch.float64)
+    assert layer(q3, k1, k1, mask=torch.ones(3, 2, 2, dtype=torch.bool))[0].shape == (3, 2, 4)
+    assert layer(k1, q3, q3, mask=torch.ones(3, 2, 2, dtype=torch.bool))[0].shape == (3, 2, 4)
+    mask = torch.ones(3, 3, dtype=torch.bool)
+    mask[1] = False
+    with pytest.raises(ValueError, match=r"^mask must leave every query a key to attend to; a row of mask is all False$"):
+        layer(q[0, 0], k[0, 0], v[0, 0], mask=mask)
+
+
+def test_shaw_layer_tables_start_as_the_paper_s_small_vectors():
+    """w^K and w^V start as N(0, 0.02^2), as the layer's comment states (the BERT-style initialisation)."""
+    torch.manual_seed(0)
+    layer = relative_torch.ShawRelativeAttention(64, 256)
+    for table in (layer.w_k, layer.w_v):
+        assert table.detach().std().item() == pytest.approx(0.02, rel=0.03)
+        assert abs(table.detach().mean().item()) < 0.001
+
+
+def test_transformer_xl_layer_keeps_the_variance_of_unit_rows_and_starts_u_v_at_zero():
+    """The projections start as N(0, 1/d_model) (LeCun's initialisation): a row of d_model unit-variance
+    numbers projects to numbers of variance about 1; u and v start at 0."""
+    torch.manual_seed(0)
+    layer = relative_torch.TransformerXLScores(256, 64)
+    e = torch.randn(512, 256)
+    for w in (layer.w_q, layer.w_ke, layer.w_kr):
+        assert (e @ w.detach()).var().item() == pytest.approx(1.0, rel=0.1)
+    assert not layer.u.detach().any() and not layer.v.detach().any()
+    assert repr(layer) == "TransformerXLScores(d_model=256, d_head=64, base=10000.0)"

@@ -90,3 +90,79 @@ def test_logn_scale():
 def test_bad_arguments_are_refused_by_name(call):
     with pytest.raises(ValueError, match="must"):
         call()
+
+
+def test_relative_distances_of_three_tokens():
+    np.testing.assert_array_equal(remap.relative_distances(3), [[0, -1, -1], [1, 0, -1], [2, 1, 0]])
+
+
+def test_distances_of_the_wrong_shape_are_refused_with_the_shape_wanted():
+    q, k, theta = rows(0, n=3, d=8)
+    with pytest.raises(ValueError, match=r"^distances must have shape \(n_q, n_k\) = \(3, 3\), got \(2, 3\)$"):
+        remap.remapped_scores(q, k, theta, np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("n,window,leak", [(5, 8, None), (30, 8, None), (30, 8, 4), (64, 16, 2), (9, 3, 16)])
+def test_rerope_from_two_cached_copies_is_exact_and_rotates_no_key_again(n, window, leak):
+    rng = np.random.default_rng(n)
+    theta = rope.inv_freq(16)
+    q, k = rng.normal(size=(n, 16)), rng.normal(size=(n, 16))
+    distances = np.maximum(remap.relative_distances(n), 0)
+    mapped = remap.rerope_distance(distances, window) if leak is None else \
+        remap.leaky_rerope_distance(distances, window, leak)
+    full = remap.remapped_scores(q, k, theta, mapped)
+    near, far = remap.rerope_cache(k, window, theta, leak)
+    # the cache of the first m keys is the first m rows of the cache of all n: it never changes
+    near_m, far_m = remap.rerope_cache(k[: n // 2 + 1], window, theta, leak)
+    np.testing.assert_array_equal(near[: n // 2 + 1], near_m)
+    np.testing.assert_array_equal(far[: n // 2 + 1], far_m)
+    for t in range(n):
+        np.testing.assert_allclose(remap.rerope_step(q[t], near[: t + 1], far[: t + 1], window, theta, leak),
+                                   full[t, : t + 1], atol=1e-11)
+
+
+def test_released_dca_settings_reproduce_the_released_index_rule():
+    """chunkllama_attn_replace.py: keys at n mod chunk_len; queries at m mod chunk_len, at
+    min(m mod chunk_len + chunk_len, chunk_size) and at chunk_size, chunk_size = 3L/4, local_window = L/16."""
+    for L, local in ((64, None), (256, None), (128, 3), (4096, None)):
+        chunk_size = 3 * L // 4
+        window = L // 16 if local is None else local
+        chunk_len = chunk_size - window
+        n = 3 * chunk_len + 7
+        m = np.arange(n)
+        block = m // chunk_len
+        gap = block[:, None] - block[None, :]
+        query = np.where(gap == 0, (m % chunk_len)[:, None],
+                         np.where(gap == 1, np.minimum(m % chunk_len + chunk_len, chunk_size)[:, None], chunk_size))
+        code = np.where(m[:, None] >= m[None, :], query - (m % chunk_len)[None, :], -1)
+        chunk, trained = remap.dca_released_settings(L, local)
+        np.testing.assert_array_equal(remap.dca_distances(n, chunk, trained), code)
+        assert code.max() == chunk_size == trained - 1
+    assert remap.dca_released_settings(4096) == (2816, 3073)
+
+
+@pytest.mark.parametrize("chunk,trained", [(s, c) for c in range(2, 25) for s in range(1, c)])
+def test_what_dca_keeps_holds_for_every_small_setting(chunk, trained):
+    """(a) distances in [0, c - 1]; (b) exact within a chunk, and every distance <= w exact when w <= s;
+    (c) a distance that is not exact is at least w."""
+    n = 3 * trained + 5
+    d = remap.dca_distances(n, chunk, trained)
+    true = remap.relative_distances(n)
+    causal = true >= 0
+    w = trained - chunk
+    assert d[causal].min() >= 0 and d[causal].max() <= trained - 1
+    same_chunk = causal & ((np.arange(n)[:, None] // chunk) == (np.arange(n)[None, :] // chunk))
+    assert (d[same_chunk] == true[same_chunk]).all()
+    wrong = causal & (d != true)
+    assert (d[wrong] >= w).all()
+    near = causal & (true <= w)
+    if w <= chunk:
+        assert (d[near] == true[near]).all()
+    elif (d[near] != true[near]).any():
+        assert w > chunk        # the hypothesis w <= s is needed: without it a near distance can be remapped
+
+
+def test_without_w_at_most_s_a_near_distance_is_remapped():
+    d, true = remap.dca_distances(30, 2, 6), remap.relative_distances(30)
+    near = (true >= 0) & (true <= 4)
+    assert (d[near] != true[near]).any()

@@ -361,6 +361,106 @@ def test_torch_layer_cache_is_per_length():
     torch.testing.assert_close(b[:, :4], a)
 
 
+def test_torch_layer_rotates_keys_of_another_length_by_their_own_positions():
+    """q and k of unequal lengths (a query block over a longer key cache): each is turned by
+    its own positions 0..n-1, so the key may not reuse the query's tables."""
+    layer = rope_torch.RotaryEmbedding(8)
+    q, k = random(2, 3, 8), random(2, 7, 8)
+    theta = rope.inv_freq(8)
+    for _ in range(2):  # the second call reads the cached tables
+        q_rot, k_rot = layer(torch.tensor(q), torch.tensor(k))
+        np.testing.assert_allclose(q_rot.numpy(), rope.rotate(q, np.arange(3), theta), atol=1e-12, rtol=0)
+        np.testing.assert_allclose(k_rot.numpy(), rope.rotate(k, np.arange(7), theta), atol=1e-12, rtol=0)
+    k_rot, q_rot = layer(torch.tensor(k), torch.tensor(q))  # the longer one first
+    np.testing.assert_allclose(q_rot.numpy(), rope.rotate(q, np.arange(3), theta), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_torch_layer_gives_each_of_q_and_k_tables_in_its_own_dtype(layout):
+    """Equal lengths, different dtypes: each tensor is rotated with cos and sin in its own dtype,
+    so a float64 key keeps float64 accuracy next to a float32 query (float32 tables would be off
+    by about 1e-7), and a float32 key stays float32 next to a float64 query."""
+    layer = rope_torch.RotaryEmbedding(16, layout=layout)
+    x, y = random(5, 16), random(5, 16)
+    m = np.array([3, 70_000, 1_000_003, 9_999_991, 12_345_678])
+    theta = rope.inv_freq(16)
+    for q_dtype, k_dtype in ((torch.float32, torch.float64), (torch.float64, torch.float32)):
+        q_rot, k_rot = layer(torch.tensor(x, dtype=q_dtype), torch.tensor(y, dtype=k_dtype), torch.tensor(m))
+        assert (q_rot.dtype, k_rot.dtype) == (q_dtype, k_dtype)
+        for out, source, dtype in ((q_rot, x, q_dtype), (k_rot, y, k_dtype)):
+            exact = rope.rotate(torch.tensor(source, dtype=dtype).double().numpy(), m, theta, layout)
+            atol = 1e-12 if dtype == torch.float64 else 1e-5
+            np.testing.assert_allclose(out.double().numpy(), exact, atol=atol, rtol=0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("given", [False, True])
+def test_torch_layer_gives_each_of_q_and_k_tables_on_its_own_device(layout, given):
+    """Equal lengths and dtypes on two devices (the CPU and PyTorch's data-less "meta" device):
+    each tensor gets tables (and its output) on its own device, from positions on the CPU or none;
+    tables of the other device would be refused."""
+    layer = rope_torch.RotaryEmbedding(8, layout=layout)
+    q = torch.tensor(random(2, 4, 8))
+    positions = torch.tensor([3, 5, 8, 13]) if given else None
+    m = positions.numpy() if given else np.arange(4)
+    q_rot, k_rot = layer(q, torch.empty(2, 4, 8, dtype=torch.float64, device="meta"), positions)
+    assert k_rot.device.type == "meta" and k_rot.shape == (2, 4, 8)
+    np.testing.assert_allclose(q_rot.numpy(), rope.rotate(q.numpy(), m, rope.inv_freq(8), layout), atol=1e-12)
+    meta_rot, cpu_rot = layer(torch.empty(2, 4, 8, dtype=torch.float64, device="meta"), q, positions)
+    assert meta_rot.device.type == "meta"
+    torch.testing.assert_close(cpu_rot, q_rot, rtol=0, atol=0)
+
+
+def test_torch_layer_given_positions_do_not_replace_the_tables_of_no_positions():
+    """Tables for 0..n-1 are cached; tables for given positions are not, so a later call without
+    positions still turns by 0..n-1."""
+    layer = rope_torch.RotaryEmbedding(8)
+    x = random(1, 3, 8)
+    layer.rotate(torch.tensor(x), torch.tensor([7, 8, 9]))
+    np.testing.assert_allclose(layer.rotate(torch.tensor(x)).numpy(), rope.rotate(x, np.arange(3), rope.inv_freq(8)),
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_torch_layer_in_half_precision_with_and_without_gradients(layout):
+    """bfloat16 takes the real path in both layouts: with gradients (plain ops) and without (fused into
+    one buffer) it gives the numpy rotation to bfloat16's precision, and the same result both ways."""
+    layer = rope_torch.RotaryEmbedding(16, layout=layout)
+    x = torch.tensor(random(2, 5, 16)).to(torch.bfloat16)
+    exact = rope.rotate(x.double().numpy(), np.arange(5), rope.inv_freq(16), layout)
+    with torch.no_grad():
+        fused = layer.rotate(x)
+    plain = layer.rotate(x.clone().requires_grad_(True))
+    assert fused.dtype == plain.dtype == torch.bfloat16 and plain.requires_grad
+    for out in (fused, plain.detach()):
+        np.testing.assert_allclose(out.double().numpy(), exact, atol=0.05, rtol=0)
+    torch.testing.assert_close(plain.detach(), fused, rtol=0.02, atol=0.02)
+
+
+def test_torch_layer_broadcasts_positions_over_more_leading_dimensions_than_x():
+    """Positions of shape (2, 1, n) turn x of shape (4, n, d) into (2, 4, n, d), as numpy broadcasting does."""
+    layer = rope_torch.RotaryEmbedding(8, layout="split")
+    x = random(4, 3, 8)
+    positions = np.array([[[0, 1, 2]], [[50, 60, 70]]])
+    out = layer.rotate(torch.tensor(x), torch.tensor(positions))
+    assert out.shape == (2, 4, 3, 8)
+    np.testing.assert_allclose(out.numpy(), rope.rotate(np.broadcast_to(x, (2, 4, 3, 8)), np.broadcast_to(positions, (2, 4, 3)),
+                                                        rope.inv_freq(8), "split"), atol=1e-12)
+
+
+def test_one_pair_is_enough():
+    """d = 2, a single pair: the smallest width RoPE turns."""
+    np.testing.assert_allclose(rope.to_complex(np.array([3.0, 4.0])), [3.0 + 4.0j])
+    np.testing.assert_allclose(rope.from_complex(np.array([3.0 + 4.0j])), [3.0, 4.0])
+
+
+def test_decay_curve_of_distances_of_any_shape():
+    theta = rope.inv_freq(16)
+    r = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_allclose(rope.long_term_decay(r, theta), rope.long_term_decay(r.ravel(), theta).reshape(3, 4),
+                               rtol=1e-15)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_torch_layer_on_cuda_matches_cpu():
     for layout in LAYOUTS:

@@ -259,6 +259,36 @@ def test_scale_one_changes_nothing(method):
     assert f.attention_factor == 1.0
 
 
+@pytest.mark.parametrize("method", [scaling.position_interpolation, scaling.ntk_aware, scaling.dynamic_ntk,
+                                    scaling.yarn, scaling.yarn_code])
+def test_the_default_scale_is_the_trained_length(method):
+    """``s = 1``, every method's default, is the model at the length it was trained for
+    (Chen et al. 2023: PI's ``s = L'/L``; Hugging Face's ``factor`` of 1.0): the
+    frequencies are RoPE's own (Su et al. 2021) and the attention factor is 1."""
+    f = method(D)
+    np.testing.assert_allclose(f.inv_freq, rope.inv_freq(D), rtol=1e-15)
+    assert f.attention_factor == 1.0
+
+
+def test_longrope_at_its_default_scale_uses_the_short_factors_unscaled():
+    """LongRoPE's ``s = 1``: the trained length itself, where Phi-3 and Hugging Face's
+    ``_compute_longrope_parameters`` divide by the *short* factors (the long ones only past
+    ``original_max_position_embeddings``), with the attention factor ``sqrt(1 + ln 1 / ln L) = 1``."""
+    short, long = np.linspace(1.0, 1.2, 64), np.linspace(1.0, 40.0, 64)
+    f = scaling.longrope(D, short_factors=short, long_factors=long)
+    np.testing.assert_allclose(f.inv_freq, rope.inv_freq(D) / short, rtol=1e-15)
+    assert f.attention_factor == 1.0
+
+
+def test_proportional_at_its_default_scale_keeps_the_first_pairs_frequencies():
+    """Proportional RoPE at ``s = 1`` (Gemma 4's global layers, Hugging Face
+    ``_compute_proportional_rope_parameters`` with ``factor`` 1.0): the rotated pairs turn at the
+    whole head's frequencies, the rest not at all."""
+    theta = scaling.proportional(D, 16)
+    np.testing.assert_allclose(theta[:16], rope.inv_freq(D)[:16], rtol=1e-15)
+    assert np.all(theta[16:] == 0.0)
+
+
 @settings(max_examples=40, deadline=None)
 @given(half=st.integers(2, 128), s=st.floats(1.0, 64.0), log_length=st.integers(8, 17),
        method=st.sampled_from(["pi", "ntk", "yarn", "yarn_code", "llama3"]))
@@ -385,3 +415,65 @@ def test_llama3_with_equal_band_factors_has_no_blended_band():
     np.testing.assert_array_equal(got[long], theta[long] / 16.0)
     np.testing.assert_array_equal(got[~long], theta[~long])
     assert 0 < long.sum() < 64
+
+
+# ---------------------------------------------------------------------------
+# Every argument reaches the formula
+# ---------------------------------------------------------------------------
+
+def test_every_method_uses_the_base_it_is_given():
+    """Llama 3's base 500000 instead of 10000, through every method: NTK-aware's new base
+    b' = b s^(d/(d-2)) (bloc97 2023), its per-pair form, dynamic NTK at 8 L, LongRoPE's division."""
+    d, s, base = 64, 4.0, 500_000.0
+    theta = rope.inv_freq(d, base)
+    new_base = base * s ** (d / (d - 2))
+    np.testing.assert_allclose(scaling.ntk_per_pair(d, s, base), rope.inv_freq(d, new_base), rtol=1e-13)
+    np.testing.assert_allclose(scaling.ntk_aware(d, s, base=base).inv_freq, rope.inv_freq(d, new_base), rtol=1e-13)
+    np.testing.assert_allclose(scaling.dynamic_ntk(d, s, L, base).inv_freq, rope.inv_freq(d, new_base), rtol=1e-13)
+    factors = np.linspace(1.0, 3.0, d // 2)
+    np.testing.assert_allclose(scaling.longrope(d, s, L, base, short_factors=factors, long_factors=factors).inv_freq,
+                               theta / factors, rtol=1e-15)
+
+
+def test_yarn_curves_are_the_four_functions_at_the_arguments_given():
+    """The figure's curves at d = 64, s = 4, L = 2048, base 500000 and a ramp from 2 to 16 turns: the
+    paper's (alpha, beta) are the code's (beta_slow, beta_fast)."""
+    d, s, length, base, alpha, beta = 64, 4.0, 2048, 500_000.0, 2.0, 16.0
+    curves = scaling.yarn_curves(d, s, length, base, alpha, beta)
+    turns = length * rope.inv_freq(d, base) / (2 * np.pi)
+    np.testing.assert_allclose(curves.turns, turns, rtol=1e-15)
+    np.testing.assert_allclose(curves.gamma_paper, scaling.yarn_ramp(turns, alpha, beta), rtol=1e-15)
+    np.testing.assert_allclose(curves.gamma_code, scaling.yarn_code_ramp(d, length, base, beta, alpha), rtol=1e-15)
+    np.testing.assert_allclose(curves.inv_freq_paper, scaling.yarn(d, s, length, base, alpha, beta).inv_freq, rtol=1e-15)
+    np.testing.assert_allclose(curves.inv_freq_code, scaling.yarn_code(d, s, length, base, beta, alpha).inv_freq,
+                               rtol=1e-15)
+    assert not np.allclose(curves.gamma_paper, scaling.yarn_ramp(turns))   # the betas matter here
+
+
+def test_llama3_uses_its_band_factors():
+    """Llama 3.1's rule with other band factors (2 and 8) against Hugging Face's _compute_llama3_parameters."""
+    got = scaling.llama3(D, 8.0, 8192, 500_000.0, low_freq_factor=2.0, high_freq_factor=8.0)
+    np.testing.assert_allclose(got.inv_freq, hf_llama3(D, 500_000.0, 8.0, 2.0, 8.0, 8192), rtol=2e-6)
+    bands = scaling.llama3_bands(D, 8192, 500_000.0, 2.0, 8.0)
+    wavelen = 2 * np.pi / rope.inv_freq(D, 500_000.0)
+    np.testing.assert_array_equal(bands == "interpolated", wavelen > 8192 / 2.0)
+    np.testing.assert_array_equal(bands == "kept", wavelen < 8192 / 8.0)
+
+
+def test_llama3_bands_at_their_edges():
+    """A wavelength exactly L / high_freq_factor is not "kept" (the rule is strict), one exactly
+    L / low_freq_factor is not "interpolated"; with equal factors (Llama 4) that pair is kept as it is.
+    Pair 0 of a head of width 2 has wavelength 2 pi, and L = 1024 over 1024 / (2 pi) gives it back."""
+    length = 1024
+    edge = length / (2 * np.pi)
+    assert length / edge == 2 * np.pi
+    assert scaling.llama3_bands(2, length, 10000.0, 1.0, edge)[0] == "blended"
+    assert scaling.llama3_bands(2, length, 10000.0, edge, 2 * edge)[0] == "blended"
+    kept = scaling.llama3(2, 8.0, length, 10000.0, edge, edge)
+    assert kept.inv_freq.dtype == np.float64 and kept.inv_freq[0] == 1.0
+
+
+def test_proportional_rotates_every_pair_of_the_head_at_most():
+    np.testing.assert_allclose(scaling.proportional(D, D // 2), rope.inv_freq(D), rtol=1e-15)
+    with pytest.raises(ValueError, match=r"^rotated_pairs must be at most d/2 = 64 \(the pairs of the head\), got 65$"):
+        scaling.proportional(D, D // 2 + 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from companion import attention, nope, sinks
+from companion import attention, nope, rope, sinks
 
 
 def test_softmax_with_sink_is_the_softmax_of_the_row_with_the_sink_appended():
@@ -81,3 +81,56 @@ def test_streaming_cache_keeps_the_sinks_and_the_window_and_renumbers_them():
 def test_bad_arguments_are_refused_by_name(call):
     with pytest.raises(ValueError, match="must"):
         call()
+
+
+def test_sinks_of_several_heads_act_row_by_row():
+    """Scores (heads, queries, keys) with one sink logit per row: every row is the 2-D case."""
+    rng = np.random.default_rng(5)
+    scores, z = rng.normal(size=(2, 3, 5)), rng.normal(size=(2, 3))
+    w, s = sinks.softmax_with_sink(scores, z), sinks.sink_weight(scores, z)
+    assert w.shape == (2, 3, 5) and s.shape == (2, 3)
+    for h in range(2):
+        np.testing.assert_allclose(w[h], sinks.softmax_with_sink(scores[h], z[h]), rtol=1e-14)
+        np.testing.assert_allclose(s[h], sinks.sink_weight(scores[h], z[h]), rtol=1e-14)
+
+
+def test_attention_with_sink_of_several_heads_divides_by_the_square_root_of_the_width():
+    rng = np.random.default_rng(6)
+    q, k, v = rng.normal(size=(2, 3, 8)), rng.normal(size=(2, 3, 8)), rng.normal(size=(2, 3, 4))
+    out, weights = sinks.attention_with_sink(q, k, v, np.array([0.5, -1.0]))
+    for h, z in enumerate((0.5, -1.0)):
+        expected = sinks.softmax_with_sink(q[h] @ k[h].T / np.sqrt(8), z)
+        np.testing.assert_allclose(weights[h], expected, rtol=1e-13)
+        np.testing.assert_allclose(out[h], expected @ v[h], rtol=1e-13)
+
+
+def test_one_row_with_nothing_to_attend_to_is_refused():
+    scores = np.array([[0.0, 1.0], [-np.inf, -np.inf]])
+    with pytest.raises(ValueError, match=r"^scores and sink_logit must leave every row something to attend to$"):
+        sinks.softmax_with_sink(scores, np.array([0.0, -np.inf]))
+    np.testing.assert_allclose(sinks.softmax_with_sink(scores, np.array([-np.inf, 0.0]))[1], [0.0, 0.0])
+
+
+@pytest.mark.parametrize("n,window,n_sink", [(3, 6, 4), (10, 6, 4), (11, 6, 4), (57, 6, 4), (2000, 16, 1),
+                                             (300, 8, 0)])
+def test_a_cache_of_rotated_keys_gives_streamingllms_scores_with_the_query_turned_twice(n, window, n_sink):
+    rng = np.random.default_rng(n)
+    theta = rope.inv_freq(16, 500.0)
+    k, q = rng.normal(size=(n, 16)), rng.normal(size=16)
+    rotated_once = rope.rotate(k, np.arange(n), theta, "split")
+    expected = sinks.streaming_scores(q, k, window, theta, n_sink)
+    np.testing.assert_allclose(sinks.streaming_scores_cached(q, rotated_once, window, theta, n_sink), expected,
+                               atol=1e-11 * n)
+    # the score of a sink is not the score at its text distance: a single rotation of the query would be wrong
+    if n > n_sink + window and n_sink:
+        naive = rotated_once[:n_sink] @ rope.rotate(q, n - 1, theta, "split")
+        assert np.abs(naive - expected[:n_sink]).max() > 1e-3
+
+
+def test_streaming_scores_follow_their_definition():
+    rng = np.random.default_rng(7)
+    theta = rope.inv_freq(8)
+    k, q = rng.normal(size=(20, 8)), rng.normal(size=8)
+    kept, cache = sinks.streaming_cache(20, 5, 2)
+    expected = [rope.score(q, k[j], cache[-1], c, theta, "split") for j, c in zip(kept, cache)]
+    np.testing.assert_allclose(sinks.streaming_scores(q, k, 5, theta, 2), expected, rtol=1e-12)

@@ -174,3 +174,77 @@ def test_expand_trig_full_uses_the_pythagorean_identity():
     assert symbolic.expand_trig_full(identity) == 0
     assert symbolic.expand_trig_full(sp.cos(a) ** 4 - (1 - sp.sin(a) ** 2) ** 2) == 0
     assert symbolic.expand_trig_full(sp.cos(a) ** 2 - sp.sin(a) ** 2) != 0
+
+
+# --- the argument kinds, the witnesses' draws, and each step of is_zero ---------------------
+
+
+def test_numbers_must_be_finite_at_either_infinity():
+    for bad in (sp.oo, -sp.oo, sp.zoo, sp.nan):
+        with pytest.raises(ValueError, match=r"^position must be finite \(no nan or infinity\)"):
+            symbolic.sinusoid_vector(bad, [1])
+
+
+def test_a_matrix_may_be_nested_lists_or_a_numeric_array_but_not_empty():
+    expected = np.array(symbolic.softmax_rows(sp.Matrix([[1, 2], [3, 4]])).evalf(), dtype=float)
+    for spelled in ([[1, 2], [3, 4]], ((1, 2), (3, 4)), np.array([[1, 2], [3, 4]]), np.array([[1.0, 2.0], [3.0, 4.0]])):
+        np.testing.assert_allclose(np.array(symbolic.softmax_rows(spelled).evalf(), dtype=float), expected, rtol=1e-14)
+    assert symbolic.softmax_rows([1, 2]).shape == (2, 1)   # a flat list is a column
+    for bad in ([], (), "[[1, 2]]", 3):
+        with pytest.raises(ValueError, match=r"^S must be a matrix \(a SymPy matrix or nested lists\)"):
+            symbolic.softmax_rows(bad)
+
+
+def test_values_from_data_become_sympy_numbers_and_text_is_refused_with_the_reason():
+    assert symbolic.sympy_from_data(np.float64(1.5)) == sp.Float(1.5) and symbolic.sympy_from_data(2.5) == sp.Float(2.5)
+    with pytest.raises(TypeError, match=r"^a bool is not a SymPy expression$"):
+        symbolic.sympy_from_data(True)
+    with pytest.raises(TypeError, match=r"^text is not read as a SymPy expression \(build it with SymPy: sp.Symbol, "
+                                        r"sp.Rational, \.\.\.\)$"):
+        symbolic.sympy_from_data("x + 1")
+    with pytest.raises(TypeError, match=r"^a dict is not a SymPy expression$"):
+        symbolic.sympy_from_data({})
+
+
+def test_symbols_carry_their_assumptions_and_the_causal_mask_is_zeros_and_ones():
+    assert symbolic.symbol_matrix("x", 1, 2, positive=True)[0, 1].is_positive
+    assert symbolic.symbol_matrix("x", 1, 2)[0, 1].is_positive is None
+    assert np.array_equal(np.array(symbolic.causal_mask(3), dtype=int), attention.causal_mask(3).astype(int))
+
+
+def test_softmax_rows_of_a_matrix_that_is_not_square():
+    S = symbolic.symbol_matrix("s", 3, 2)
+    A = symbolic.softmax_rows(S)
+    assert A.shape == (3, 2) and symbolic.is_zero(A[2, 0] - sp.exp(S[2, 0]) / (sp.exp(S[2, 0]) + sp.exp(S[2, 1])))
+
+
+def test_witness_values_are_drawn_as_documented():
+    """Each symbol gets p/q with 1 <= |p| <= 9 and 1 <= q <= 4, positive for a non-negative symbol, an
+    integer for an integer one: over 200 seeds every bound is met and reached, and both signs occur."""
+    x, y, j = sp.Symbol("x", real=True), sp.Symbol("y", nonnegative=True), sp.Symbol("j", integer=True)
+    drawn = {x: [], y: [], j: []}
+    for seed in range(200):
+        witness = symbolic.nonzero_witness(1 + x**2 + y**2 + j**2, seed=seed)   # never 0: the first draw
+        for symbol in drawn:
+            drawn[symbol].append(witness.values[symbol])
+    for symbol, values in drawn.items():
+        p = [abs(v.p) for v in values]
+        q = [v.q for v in values]
+        assert min(p) == 1 and max(p) == 9 and min(q) == 1 and max(q) <= 4, symbol
+    assert max(v.q for v in drawn[x]) == 4 and max(v.q for v in drawn[y]) == 4
+    assert all(v.q == 1 for v in drawn[j])
+    assert all(v > 0 for v in drawn[y])
+    assert any(v < 0 for v in drawn[x]) and any(v > 0 for v in drawn[x]) and any(v < 0 for v in drawn[j])
+
+
+def test_a_value_as_small_as_the_tolerance_is_no_witness():
+    assert symbolic.nonzero_witness(sp.Rational(1, 10**12)) is None
+    assert symbolic.nonzero_witness(sp.Rational(2, 10**12)) is not None
+
+
+def test_is_zero_of_what_expands_to_one_is_false_and_an_identity_only_simplify_proves_is_true():
+    a, x = sp.Symbol("a", real=True), sp.Symbol("x", positive=True)
+    assert symbolic.is_zero(1) is False
+    assert symbolic.is_zero(sp.cos(a) ** 2 + sp.sin(a) ** 2) is False
+    assert symbolic.is_zero(sp.exp(a) / (sp.exp(a) + 1) + 1 / (sp.exp(a) + 1)) is False   # its cancel is 1
+    assert symbolic.is_zero(sp.gamma(x + 1) - x * sp.gamma(x)) is True

@@ -14,11 +14,11 @@ frequency vector ``theta'`` and the attention factor that multiplies ``cos`` and
 
 Every method is computed by :mod:`companion.scaling`; this package only maps the
 library's keys to those functions' arguments, with the library's defaults. Each rope
-type is one entry of :data:`~companion.configs.rope_types.ROPE_PARAMETERS` (:class:`~companion.configs.rope_types.RopeType`): the keys it needs,
-the keys it may carry, how it fills in the library's defaults and checks the values,
-and how it computes the frequencies, the way Transformers keeps
-``ROPE_INIT_FUNCTIONS`` beside its validation functions. A new rope type is one
-entry there:
+type is one entry of :data:`~companion.configs.rope_types.ROPE_PARAMETERS`
+(:class:`~companion.configs.rope_types.RopeType`): the keys it needs, the keys it may
+carry, how it fills in the library's defaults and checks the values, and how it
+computes the frequencies, the way Transformers keeps ``ROPE_INIT_FUNCTIONS`` beside its
+validation functions. A new rope type is one entry there:
 
 =================  ===========================================================
 ``rope_type``      companion
@@ -41,6 +41,8 @@ entry there:
 ``ntk_alpha``      static NTK-aware RoPE with base ``base * alpha^(d/(d-2))``: what
                    Hunyuan's class makes of ``dynamic`` with ``alpha`` (no file
                    spells this type)
+``none``           nothing rotates: the reader's answer for a model or a layer
+                   without rotation (no file spells this type either)
 =================  ===========================================================
 
 **Partial rotary.** With ``partial_rotary_factor = p < 1`` the library rotates only
@@ -58,6 +60,28 @@ Unknown keys are never ignored silently: :class:`~companion.configs.reading.Rope
 naming the key. Where the library fills a value in (``original_max_position_embeddings``
 from ``max_position_embeddings``, the YaRN factor from the ratio of the lengths), the
 filled keys are listed in ``filled_in``.
+
+**A closed world, the library's.** The reader knows what it does not model. For each
+model type, :func:`~companion.configs.reading.model_defaults` lists the keys its
+configuration class and modelling code read for positions (``position_keys``, found in
+the library's source); a key of a file that the class reads for positions and that this
+package does not model (:data:`~companion.configs.reading.MODELLED_KEYS` and the rules
+below) is refused by name, and so is such a key whose class default is set. A file that
+names its own code (``auto_map``) is read with the library's class only when every key of
+it whose name is one of positions is modelled; Kimi K2's file is (``DeepseekV3Config``),
+MiMo-V2's is not (``swa_rope_theta``, ``hybrid_layer_pattern``). "This layer rotates
+nothing" is an answer (``rope_type`` ``"none"``, with ``why``): for a class that builds no
+rotary module (Kimi Linear; absolute, relative and ALiBi models), a switch that turns it
+off (GraniteMoeHybrid's ``position_embedding_type``, Falcon's ``alibi``, Zamba 2's
+``use_mem_rope``), a layer without attention, a NoPE layer. The library's rules that
+this package applies: layer types from a pattern key (``sliding_window_pattern``,
+``full_attention_interval``: every ``k``-th layer full attention), Llama 4's and
+SmolLM3's ``no_rope_layer_interval``, DeepSeek-V4's two rotary branches (``main`` for its
+sliding-window layers, ``compress`` with ``compress_rope_theta`` and its own scaling for
+the compressed ones, by ``compress_ratios``), and the multimodal classes that rename a
+variant of their language model's type (Kimi K2.5's ``kimi_k2`` is ``deepseek_v3``). The
+vision, audio and video encoders of multimodal classes, the classes that rotate patch
+grids, and the types the library ships no model for are refused.
 
 **What the file leaves to the class.** A published file often leaves out what equals
 its model class's defaults (a multimodal model's ``text_config`` is written as the
@@ -77,7 +101,8 @@ package data ``companion/data/published/``, read in the order of their file name
 :func:`~companion.configs.applied.config_extension`.
 
 The package in four modules: :mod:`~companion.configs.reading` (a ``config.json`` to
-:class:`~companion.configs.reading.RopeSettings`, with the class defaults of :func:`~companion.configs.reading.model_defaults`),
+:class:`~companion.configs.reading.RopeSettings`, with the class defaults of
+:func:`~companion.configs.reading.model_defaults`),
 :mod:`~companion.configs.rope_types` (the registry :data:`~companion.configs.rope_types.ROPE_PARAMETERS`),
 :mod:`~companion.configs.applied` (what the library computes from the settings) and
 :mod:`~companion.configs.catalogue` (the published configurations).
@@ -95,6 +120,7 @@ from .applied import (
 )
 from .catalogue import PUBLISHED, PublishedConfig, published, source_link, source_links
 from .reading import (
+                      MODELLED_KEYS,
                       PositionEffect,
                       RopeSettings,
                       UnknownKeysWarning,
@@ -114,6 +140,7 @@ __all__ = [
     "UnmodelledEffectWarning",
     "PositionEffect",
     "RopeSettings",
+    "MODELLED_KEYS",
     "ConfigFrequencies",
     "LayerRope",
     "model_defaults",

@@ -24,11 +24,11 @@ from .reading import (
     LayerType,
     RopeSettings,
     _layer_types,
-    _model_code,
     _quietly,
     _rope_dictionary_or_none,
     _settings,
     _why_no_rope,
+    _why_nothing_rotates,
     _with_class_defaults,
 )
 from .rope_types import ROPE_PARAMETERS
@@ -163,12 +163,17 @@ def rotate(x: Vectors, positions: Positions,
     :func:`companion.rope.rotate` in ``layout`` and the rest pass unchanged.
     ``proportional``: the whole head is rotated, pairs with frequency 0 stay put.
     The result is multiplied by ``attention_factor`` on the rotated components only
-    (the library multiplies ``cos`` and ``sin``, which act on those). ``layout`` is
-    ``"split"`` for the library's own checkpoints; ``"adjacent"`` gives the same
-    scores with ``W_Q`` and ``W_K`` permuted (:func:`companion.rope.layout_permutation`).
-    Float64, shape of ``x``.
+    (the library multiplies ``cos`` and ``sin``, which act on those). ``layout`` is how the
+    model's class pairs the components: ``"split"`` (``rotate_half``, most classes) or
+    ``"adjacent"`` (the DeepSeek family with ``rope_interleave``, which the settings list as
+    an effect; Llama 4's and Cohere's classes pair adjacent components by their code);
+    either gives the same scores with ``W_Q`` and ``W_K`` permuted
+    (:func:`companion.rope.layout_permutation`).
+    Rope type ``none`` returns ``x`` unchanged. Float64, shape of ``x``.
     """
     r = frequencies.rotary_dim
+    if r == 0:  # rope type none: the layers rotate nothing
+        return np.array(x, dtype=np.float64)
     if _is_grid(positions, frequencies):
         # pair i turned by p_{a(i)} theta_i: each axis's positions on its own pairs
         turned = mrope.rotate(x[..., :r], positions, frequencies.inv_freq, frequencies.axes, layout)
@@ -193,30 +198,37 @@ class LayerRope:
 def layer_plan(config: ConfigFile) -> tuple[LayerRope, ...]:
     r"""The RoPE settings of every layer of ``config``, as the model's layers read them.
 
-    A layer has no RoPE when its ``layer_types`` entry is not an attention layer
-    (Qwen3.5's and Qwen3-Next's ``linear_attention``, state-space or convolution
-    layers), when ``no_rope_layers`` marks it 0 (Llama 4, SmolLM3: every fourth
-    layer), when its entry of a dictionary nested by layer type is null, or when its
-    class rotates only in sliding-window layers and it is not one (Cohere 2, EXAONE 4;
-    Yang et al. 2025's RNoPE-SWA). The others get :func:`~companion.configs.reading.read_config` for their layer
-    type (its own base, head size and method). The number of layers is
-    ``num_hidden_layers`` (or the length of ``layer_types``).
+    A layer has no RoPE when the whole model rotates nothing (a class that builds no rotary
+    module, or a switch that turns it off: GraniteMoeHybrid's ``position_embedding_type``),
+    when its layer type is not an attention layer (Qwen3.5's and Qwen3-Next's
+    ``linear_attention``, state-space or convolution layers), when ``no_rope_layers`` marks
+    it 0 (Llama 4, SmolLM3: every fourth layer, from ``no_rope_layer_interval`` when the file
+    gives no marks), when its entry of a dictionary nested by layer type is null, or when its
+    class rotates only in sliding-window layers and it is not one (Cohere 2, EXAONE 4; Yang
+    et al. 2025's RNoPE-SWA; without a window, EXAONE 4's class rotates every layer and
+    Cohere 2's none). The others get :func:`~companion.configs.reading.read_config`
+    for their layer type (its own base, head size and method; DeepSeek-V4's branch). The
+    layer types are the file's, or those its class derives from a pattern key
+    (``sliding_window_pattern``, ``full_attention_interval``, DeepSeek-V4's
+    ``compress_ratios``); the number of layers is ``num_hidden_layers`` (or the length of
+    ``layer_types``).
     """
-    top, model_type, _ = _with_class_defaults(config)
-    types, no_rope = _layer_types(top, model_type)
-    only_sliding = model_type in _model_code("rope_only_sliding") and "sliding_attention" in types
+    top, model_type, filled = _with_class_defaults(config)
+    types, no_rope = _layer_types(top, model_type, filled)
+    nothing = _why_nothing_rotates(top, model_type)
+    if nothing:
+        return tuple(LayerRope(i, layer_type, None, nothing) for i, layer_type in enumerate(types))
     rope_by_type = _rope_dictionary_or_none(top)
     read = {}
     plan = []
     for i, (layer_type, rotates) in enumerate(zip(types, no_rope)):
-        why = _why_no_rope(layer_type, rotates, only_sliding, rope_by_type)
+        why = _why_no_rope(layer_type, rotates, model_type, top, rope_by_type)
         if why:
             plan.append(LayerRope(i, layer_type, None, why))
             continue
-        key = layer_type if layer_type in rope_by_type else None
-        if key not in read:
-            read[key] = _quietly(config, key)
-        plan.append(LayerRope(i, layer_type, read[key]))
+        if layer_type not in read:
+            read[layer_type] = _quietly(config, layer_type)
+        plan.append(LayerRope(i, layer_type, read[layer_type]))
     return tuple(plan)
 
 
@@ -270,7 +282,13 @@ def _trained_length(settings: RopeSettings, context: int, trained_length: int | 
     return L
 
 
-@contract
+def _rotates_something(config, layer_type) -> None:
+    settings = _quietly(config, layer_type)
+    if settings.rope_type == "none":
+        raise ValueError(f"config must rotate something to be extended; it rotates nothing ({settings.why})")
+
+
+@contract(_rotates_something)
 def config_extension(config: Config, context: Count, trained_length: Count | None = None,
                      layer_type: LayerType | None = None) -> Extension:
     r"""The quantities of chapter 6's context-extension figure

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .. import scaling
 from .._contracts import Integer, Real, ordered
 
@@ -211,7 +213,13 @@ def _ntk_alpha(settings, n):
     return scaling.ntk_aware(settings.rotary_dim, settings.parameters["alpha"], base=settings.base).inv_freq, 1.0
 
 
-#: The rope types the library (Transformers 5) computes, plus ``default``: one entry each.
+# none: layers that rotate nothing (a model without a rotary module, a layer without attention)
+def _none(settings, n):
+    return np.zeros(0), 1.0
+
+
+#: The rope types the library (Transformers 5) computes, plus ``default``, and ``none`` (nothing rotates): one entry
+#: each.
 ROPE_PARAMETERS: dict[str, RopeType] = {
     "default": RopeType((), (), lambda c: {}, _default),
     "linear": RopeType(("factor",), (), lambda c: {"factor": c.entry["factor"]}, _linear,
@@ -230,6 +238,7 @@ ROPE_PARAMETERS: dict[str, RopeType] = {
                        scales_from="original_max_position_embeddings"),
     "proportional": RopeType((), ("factor",), _proportional_parameters, _proportional),
     "ntk_alpha": RopeType(("alpha",), ("factor",), lambda c: {"alpha": c.entry["alpha"]}, _ntk_alpha),
+    "none": RopeType((), (), lambda c: {}, _none),
 }
 
 
@@ -245,5 +254,6 @@ REQUIRED_KEYS = {name: t.required for name, t in ROPE_PARAMETERS.items()}
 OPTIONAL_KEYS = {name: t.optional for name, t in ROPE_PARAMETERS.items()}
 
 
-# The types a file may spell: ntk_alpha is what one class makes of 'dynamic' with alpha.
-_SPELLED_TYPES = tuple(t for t in ROPE_TYPES if t != "ntk_alpha")
+# The types a file may spell: ntk_alpha is what one class makes of 'dynamic' with alpha, none is the reader's answer
+# for layers that rotate nothing.
+_SPELLED_TYPES = tuple(t for t in ROPE_TYPES if t not in ("ntk_alpha", "none"))

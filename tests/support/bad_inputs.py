@@ -52,6 +52,7 @@ from companion import (
     integer_positions,
     interpolation,
     layer_plans,
+    mla,
     mrope,
     nope,
     pair_usage,
@@ -63,15 +64,18 @@ from companion import (
     rope_torch,
     scaling,
     sinks,
+    sparse,
     symbolic,
     trained_range,
+    video_time,
 )
 
 MODULES = {"attention": attention, "absolute": absolute, "absolute_torch": absolute_torch, "relative": relative,
            "relative_torch": relative_torch, "rope": rope, "rope_torch": rope_torch, "alibi": alibi,
            "alibi_torch": alibi_torch, "nope": nope, "scaling": scaling, "trained_range": trained_range,
            "interpolation": interpolation, "integer_positions": integer_positions, "configs": configs, "precision": precision,
-           "mrope": mrope, "pair_usage": pair_usage, "layer_plans": layer_plans, "sinks": sinks, "remap": remap, "symbolic": symbolic}
+           "mrope": mrope, "pair_usage": pair_usage, "layer_plans": layer_plans, "sinks": sinks, "remap": remap,
+           "symbolic": symbolic, "mla": mla, "sparse": sparse, "video_time": video_time}
 
 #: Result types that hold what a function returned; companion builds them, they check nothing.
 RECORDS = {
@@ -617,6 +621,7 @@ DYNAMIC = {"head_dim": 16, "rope_theta": 1e4, "max_position_embeddings": 4096,
 YARN_AT_3K = configs.frequencies_at(YARN, 3000)
 HYBRID = {"model_type": "qwen3_next", "head_dim": 16, "num_hidden_layers": 4, "rope_theta": 1e7,
           "partial_rotary_factor": 0.5, "layer_types": ["linear_attention"] * 3 + ["full_attention"]}
+NOPE_SWITCH = {"model_type": "granitemoehybrid", "head_dim": 16, "rope_theta": 1e4, "position_embedding_type": "nope"}
 MINISTRAL = {"model_type": "ministral3", "head_dim": 16, "max_position_embeddings": 65536,
              "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
                                  "original_max_position_embeddings": 16384, "llama_4_scaling_beta": 0.1}}
@@ -627,6 +632,10 @@ SYM_S = symbolic.symbol_matrix("s", 2, 2)
 SYM_X = symbolic.symbol_matrix("x", 2, 2)
 A_SYM, B_SYM = sp.symbols("a b", real=True)
 MROPE_P = np.array([[0, 0, 1, 1, 2], [0, 1, 0, 1, 2], [0, 1, 2, 0, 3]])
+MLA_Q, MLA_QR = rng.normal(size=(2, 5, 6)), rng.normal(size=(2, 5, D))
+MLA_K, MLA_KR = rng.normal(size=(2, 5, 6)), rng.normal(size=(5, D))
+MLA_C, MLA_W = rng.normal(size=(5, 3)), rng.normal(size=(2, 6, 3))
+IDX_Q, IDX_W = rng.normal(size=(5, 2, D)), rng.normal(size=(5, 2))
 X58 = rng.normal(size=(5, D))
 PLAN_LOCAL = layer_plans.LayerPlan(rope=True, base=10000.0, window=4)
 PLANS = layer_plans.gemma3(6, every=3, window=16)
@@ -1090,6 +1099,9 @@ EXAMPLES: dict[str, Example] = {
         Case('layer type of a flat dictionary', {'layer_type': 'full_attention'}),
         Case('Gemma 3 local layers', {'config': GEMMA, 'layer_type': 'sliding_attention'},
              lambda r: (r.rope_type, r.base) == ('default', 10000.0)),
+        Case('a position key the class reads and the reader does not model',
+             {'config': {**YARN, 'model_type': 'granite_swa', 'layer_rope_theta': [1e4]}}, names=('layer_rope_theta',)),
+        Case('RoPE switched off', {'config': NOPE_SWITCH}, lambda r: (r.rope_type, r.rotary_dim) == ('none', 0)),
     ]),
     "configs.frequencies_at": Example(configs.frequencies_at, dict(config=YARN, seq_len=3000, layer_type=None), [
         Case('settings instead of the dictionary', {'config': configs.read_config(YARN)},
@@ -1109,6 +1121,7 @@ EXAMPLES: dict[str, Example] = {
     "configs.config_extension": Example(
         configs.config_extension, dict(config=YARN, context=8192, trained_length=2048, layer_type=None), [
         Case('context shorter than training', {'context': 1000}),
+        Case('a configuration that rotates nothing', {'config': NOPE_SWITCH}, names=('config',)),
     ]),
     "configs.published": Example(configs.published, dict(name='Llama 2 7B')),
     "pair_usage.aimed_scores": Example(pair_usage.aimed_scores, dict(
@@ -1133,7 +1146,11 @@ EXAMPLES: dict[str, Example] = {
              names=('no_rope_layers',)),
         Case('layer_types of the wrong length', {'config': {**HYBRID, 'layer_types': ['full_attention']}},
              names=('layer_types',)),
-        Case('layer kinds left to the class', {'config': {k: v for k, v in HYBRID.items() if k != 'layer_types'}},
+        Case('layer kinds derived by the class from full_attention_interval',
+             {'config': {k: v for k, v in HYBRID.items() if k != 'layer_types'}},
+             lambda r: r == [('linear_attention', True)] * 3 + [('full_attention', False)]),
+        Case('layer kinds left to a class whose rule is not modelled',
+             {'config': {**{k: v for k, v in HYBRID.items() if k != 'layer_types'}, 'model_type': 'qwen4_exp_text'}},
              names=('layer_types',)),
     ]),
     "configs.query_scale": Example(configs.query_scale, dict(config=MINISTRAL, positions=[0, 16384, 40000]), [
@@ -1177,7 +1194,11 @@ EXAMPLES: dict[str, Example] = {
         Case('positions beyond the range', {'time_interval': 1e300}),
     ]),
     "mrope.multimodal_positions": Example(
-        mrope.multimodal_positions, dict(segments=[3, (1, 4, 4), 2], spatial_merge_size=2), [
+        mrope.multimodal_positions, dict(segments=[3, (1, 4, 4), 2], spatial_merge_size=2, time_interval=1.0,
+                                         advance='largest'), [
+        Case('time beyond the range', {'segments': [3, (4, 4, 4)], 'time_interval': 1e300}),
+        Case('the library rule on an image', {'advance': 'spatial'},
+             lambda r: np.array_equal(r[0], mrope.multimodal_positions([3, (1, 4, 4), 2], 2)[0])),
         Case('empty', {'segments': []}),
         Case('a zero-length text run', {'segments': [0, (1, 4, 4)]}),
         Case('a grid of two sizes', {'segments': [3, (4, 4)]}),
@@ -1198,7 +1219,12 @@ EXAMPLES: dict[str, Example] = {
     ]),
     # --- layers ---------------------------------------------------------------
     "layer_plans.LayerPlan": Example(layer_plans.LayerPlan, dict(rope=True, base=10000.0, factor=2.0, window=16, chunk=None,
-                                                        qk_norm=False, temperature=False)),
+                                                        qk_norm=False, temperature=False, rotary_dim=None,
+                                                        recurrent=False), [
+        Case('a recurrent layer that rotates', {'recurrent': True}, names=('recurrent',)),
+    ]),
+    "layer_plans.qwen3_next": Example(layer_plans.qwen3_next, dict(n_layers=8, every=4, base=1e7, rotary_dim=64)),
+    "layer_plans.kimi_linear": Example(layer_plans.kimi_linear, dict(n_layers=8, every=4)),
     "layer_plans.gemma2": Example(layer_plans.gemma2, dict(n_layers=4, window=16, base=10000.0)),
     "layer_plans.gemma3": Example(layer_plans.gemma3, dict(n_layers=6, every=3, window=16, local_base=10000.0,
                                                  global_base=1e6, global_factor=8.0)),
@@ -1214,6 +1240,7 @@ EXAMPLES: dict[str, Example] = {
     ]),
     "layer_plans.layer_mask": Example(layer_plans.layer_mask, dict(plan=PLAN_LOCAL, n=6), [
         Case('a dict for a plan', {'plan': {'rope': True}}),
+        Case('a recurrent layer', {'plan': layer_plans.LayerPlan(rope=False, recurrent=True)}, names=('plan',)),
         Case('huge n', {'n': 2 ** 20}),
     ]),
     "layer_plans.reach": Example(layer_plans.reach, dict(plan=PLAN_LOCAL, n=6)),
@@ -1226,6 +1253,10 @@ EXAMPLES: dict[str, Example] = {
     ]),
     "layer_plans.layer_frequencies": Example(layer_plans.layer_frequencies, dict(plan=PLAN_LOCAL, d=D), [
         Case('a NoPE layer', {'plan': layer_plans.LayerPlan(rope=False)}, lambda r: r is None),
+        Case('a partial rotation wider than the head',
+             {'plan': layer_plans.LayerPlan(rope=True, base=1e4, rotary_dim=16)}, names=('d',)),
+        Case('a partial rotation', {'plan': layer_plans.LayerPlan(rope=True, base=1e4, rotary_dim=4)},
+             _close_to(rope.inv_freq(4))),
     ]),
     "layer_plans.qk_rms_norm": Example(layer_plans.qk_rms_norm, dict(x=Q3, eps=1e-5), [
         Case('a zero row', {'x': np.zeros((2, D))}, lambda r: np.array_equal(r, np.zeros((2, D)))),
@@ -1260,6 +1291,18 @@ EXAMPLES: dict[str, Example] = {
     ]),
     "sinks.streaming_cache": Example(sinks.streaming_cache, dict(n_tokens=12, window=5, n_sink=4), [
         Case('no sinks', {'n_sink': 0}, lambda r: r[0].tolist() == list(range(7, 12))),
+    ]),
+    "sinks.streaming_scores": Example(
+        sinks.streaming_scores, dict(q=X58[0], k=X58, window=2, inv_freq=TH, n_sink=1, layout='split'), [
+        Case('q of another width', {'q': X58[0, :6]}, names=('q', 'k')),
+        Case('keys of another width', {'k': X58[:, :6]}, names=('q', 'k')),
+    ]),
+    "sinks.streaming_scores_cached": Example(
+        sinks.streaming_scores_cached, dict(q=X58[0], k_rotated=X58, window=2, inv_freq=TH, n_sink=1,
+                                            layout='split'), [
+        Case('keys of another width', {'k_rotated': X58[:, :6]}, names=('q', 'k_rotated')),
+        Case('the same as recomputing', {},
+             _close_to(sinks.streaming_scores(X58[0], sparse.unrotate(X58, np.arange(5), TH, 'split'), 2, TH, 1))),
     ]),
     # --- remap ----------------------------------------------------------------
     "remap.rerope_distance": Example(remap.rerope_distance, dict(distance=[0, 3, 9, 40], window=8), [
@@ -1297,6 +1340,86 @@ EXAMPLES: dict[str, Example] = {
         Case('chunk as long as training', {'chunk': 3}, names=('chunk', 'trained_length')),
     ]),
     "remap.logn_scale": Example(remap.logn_scale, dict(positions=[0, 5, 100], trained_length=8)),
+    "remap.rerope_cache": Example(remap.rerope_cache, dict(k=K4, window=2, inv_freq=TH, leak=None, layout='split'), [
+        Case('k of another width', {'k': K4[:, :6]}, names=('k',)),
+        Case('window times leak beyond the range', {'window': 2 ** 31, 'leak': 4}, names=('window', 'leak')),
+    ]),
+    "remap.rerope_step": Example(
+        remap.rerope_step, dict(q=Q3[0], k_near=K4, k_far=K4, window=2, inv_freq=TH, leak=None, layout='split'), [
+        Case('copies of two shapes', {'k_far': K4[:3]}, names=('q', 'k_near', 'k_far')),
+        Case('q of another width', {'q': Q3[0, :6]}, names=('q',)),
+    ]),
+    "remap.dca_released_settings": Example(remap.dca_released_settings, dict(pretraining_length=4096,
+                                                                              local_window=None), [
+        Case('a length that is not a multiple of 16', {'pretraining_length': 1000}),
+        Case('a window as long as the largest index', {'pretraining_length': 64, 'local_window': 48},
+             names=('local_window',)),
+    ]),
+    # --- mla ------------------------------------------------------------------
+    "mla.scores": Example(mla.scores, dict(q_nope=MLA_Q, q_rope=MLA_QR, k_nope=MLA_K, k_rope=MLA_KR,
+                                           positions=np.arange(5), inv_freq=TH, layout='adjacent'), [
+        Case('heads that differ', {'k_nope': MLA_K[:1]}, names=('q_nope', 'k_nope')),
+        Case('a rotated key per head', {'k_rope': MLA_QR}, names=('k_rope',)),
+        Case('positions for 4 tokens', {'positions': np.arange(4)}, names=('positions',)),
+        Case('unrotated widths that differ', {'k_nope': MLA_K[..., :2]}, names=('q_nope', 'k_nope')),
+    ]),
+    "mla.absorbed_scores": Example(mla.absorbed_scores, dict(q_nope=MLA_Q, q_rope=MLA_QR, latent=MLA_C,
+                                                             k_rope=MLA_KR, w_uk=MLA_W, positions=np.arange(5),
+                                                             inv_freq=TH, layout='adjacent'), [
+        Case('w_uk of another shape', {'w_uk': MLA_W[:, :2]}, names=('w_uk',)),
+        Case('the expanded scores', {}, _close_to(mla.scores(MLA_Q, MLA_QR, MLA_C @ np.swapaxes(MLA_W, -1, -2),
+                                                             MLA_KR, np.arange(5), TH))),
+    ]),
+    "mla.attention": Example(mla.attention, dict(q_nope=MLA_Q, q_rope=MLA_QR, k_nope=MLA_K, k_rope=MLA_KR, v=MLA_K,
+                                                 positions=np.arange(5), inv_freq=TH, scale=0.5, layout='adjacent',
+                                                 mask=attention.causal_mask(5)), [
+        Case('a mask of another shape', {'mask': attention.causal_mask(4)}, names=('mask',)),
+        Case('a mask that leaves a query no key', {'mask': np.zeros((5, 5), dtype=bool)}, names=('mask',)),
+        Case('values for other heads', {'v': MLA_K[:1]}, names=('v',)),
+    ]),
+    "mla.cache_entries": Example(mla.cache_entries, dict(kv_lora_rank=512, qk_rope_head_dim=64, n_heads=128,
+                                                         qk_nope_head_dim=128, v_head_dim=128)),
+    # --- sparse ---------------------------------------------------------------
+    "sparse.indexer_scores": Example(sparse.indexer_scores, dict(q=IDX_Q, k=X58, weights=IDX_W, inv_freq=TH[:2],
+                                                                 layout='split'), masks=True, cases=[
+        Case('keys of another width', {'k': X58[:, :6]}, names=('k',)),
+        Case('a rotated slice wider than the head', {'inv_freq': rope.inv_freq(10)}, names=('inv_freq',)),
+        Case('weights for other heads', {'weights': IDX_W[:, :1]}, names=('weights',)),
+    ]),
+    "sparse.selected_keys": Example(sparse.selected_keys, dict(index_scores=BIAS34[:, :3], top_k=2), [
+        Case('not square', {'index_scores': BIAS34}, names=('index_scores',)),
+    ]),
+    "sparse.pooled_entries": Example(sparse.pooled_entries, dict(kv=X58, gate=X58, position_bias=X58[:2], rate=2), [
+        Case('a bias for another window', {'position_bias': X58[:3]}, names=('gate', 'position_bias')),
+        Case('fewer tokens than a window', {'rate': 6}, names=('kv',)),
+    ]),
+    "sparse.entry_positions": Example(sparse.entry_positions, dict(n_tokens=12, rate=4), [
+        Case('huge n_tokens', {'n_tokens': 2 ** 31, 'rate': 1}),
+    ]),
+    "sparse.entry_mask": Example(sparse.entry_mask, dict(n_queries=12, n_entries=3, rate=4), [
+        Case('huge', {'n_queries': 2 ** 20, 'n_entries': 2 ** 20}),
+    ]),
+    "sparse.unrotate": Example(sparse.unrotate, dict(x=X58, positions=np.arange(5), inv_freq=TH, layout='adjacent'), [
+        Case('x of another width', {'x': X58[:, :6]}, names=('x',)),
+        Case('inverts rope.rotate', {'x': rope.rotate(X58, np.arange(5), TH)}, _close_to(X58)),
+    ]),
+    # --- video_time -----------------------------------------------------------
+    "video_time.frame_timestamps": Example(video_time.frame_timestamps, dict(frame_indices=[0, 2, 4, 6], fps=2.0,
+                                                                             temporal_patch_size=2), [
+        Case('an odd count', {'frame_indices': [0, 2, 4]}, _close_to([0.5, 2.0])),
+    ]),
+    "video_time.timestamped_segments": Example(video_time.timestamped_segments, dict(
+        timestamp_tokens=[3, 4], grid_hw=(4, 4), spatial_merge_size=2, before=2, after=1), [
+        Case('a frame not merged whole', {'grid_hw': (3, 4)}, names=('grid_hw', 'spatial_merge_size')),
+    ]),
+    "video_time.videorope_pair_axes": Example(video_time.videorope_pair_axes, dict(sections=(16, 24, 24)), [
+        Case('height and width of different sizes', {'sections': (16, 24, 20)}, names=('sections',)),
+    ]),
+    "video_time.videorope_positions": Example(video_time.videorope_positions, dict(
+        segments=[3, (2, 4, 4), 2], spatial_merge_size=2, temporal_spacing=2), [
+        Case('a grid not merged whole', {'segments': [3, (1, 3, 4)]}, names=('segments', 'spatial_merge_size')),
+        Case('an empty sequence', {'segments': []}),
+    ]),
 }
 
 
