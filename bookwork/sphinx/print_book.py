@@ -7,8 +7,8 @@ build this extension
   (:data:`companion.plotting.PRINT_WIDTH`, the width the plots are drawn for), FreeSerif
   with a matching math font (STIX Two Math, the site's, converted from its web font when
   the PDF is built), code in DejaVu Sans Mono scaled to the text's x-height with
-  high-contrast colours, a code cell set a little wider than the text and in the
-  largest size (at most 9 points) that holds its longest line; running heads with the
+  high-contrast colours, each block of code in the largest size (at most 9 points)
+  that holds its longest line in the text's width; running heads with the
   chapter and the section, the page number in the foot, and nothing on the empty
   left-hand page before a chapter;
 - sets a title page and its reverse (title, subtitle, authors; version, licence and
@@ -58,6 +58,8 @@ from pathlib import Path
 from string import Template
 
 from docutils import nodes
+from pygments.styles.vs import VisualStudioStyle
+from pygments.token import Keyword, Name
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -73,7 +75,7 @@ SCREEN_ONLY_PAGES = ("book/figures", "book/references")
 #: The reference pages of the modules, left to the website (the API overview stays).
 API_PAGES = "book/api/"
 #: Lines a box needs on the page it starts on; otherwise it starts on the next one.
-BOX_NEEDS = 6
+BOX_NEEDS = 9
 
 #: myst-nb picks one output per mime bundle by these priorities (lower wins). For the
 #: LaTeX build a plot's or an interactive figure's print version (``application/pdf``,
@@ -92,24 +94,37 @@ NUMBERED_TITLE = re.compile(r"^\d+\.(\d+)?\s+")
 PAPER_WIDTH = 8.5
 #: The body's size in points (the plots' print versions set their text a little below it).
 BODY_SIZE = 11
-#: Code cells stand out this far past the text block on each side (inches), so that a
-#: line of code of about 90 characters fits at the code's full size.
+#: A table in the text stands out this far past the text block on each side (inches), so
+#: that a table of many columns keeps its numbers on one line.
 CODE_OUTSET = 0.5
+#: A table with more characters of text than this may be taller than a page: it is set as a
+#: long table, which breaks across pages (the chapter map of the preface).
+LONG_TABLE = 2000
 #: Code is DejaVu Sans Mono (a regular weight that prints dark, with every character the
 #: chapters print), scaled to FreeSerif's x-height; its characters are 0.602 em wide.
 CODE_SCALE = 0.85
 CODE_ADVANCE = 0.602
 #: The size of code (points, before CODE_SCALE), and the smallest a long line may ask for.
 CODE_SIZE = 9.0
-CODE_SMALLEST = 7.0
+CODE_SMALLEST = 6.0
 #: The frame of a code block and the padding of a box take this much of the width (pt).
 CODE_FRAME = 14.0
-BOX_PADDING = 24.0
+BOX_PADDING = 30.0
+#: A list indents its items this far (points): LaTeX's first-level indent, 2.5 em.
+LIST_INDENT = 28.0
 #: Syntax colours that read on paper: Pygments' "vs" (black text, keywords in blue,
-#: strings in dark red, comments in green), each at 4.5:1 or more on the code's background.
-PRINT_PYGMENTS = "vs"
+#: strings in dark red, comments in green), each at 4.5:1 or more on the code's background
+#: (:class:`PrintStyle`).
+PRINT_PYGMENTS = "bookwork.sphinx.print_book.PrintStyle"
 #: The math font: the site's STIX Two Math, an OpenType file for XeLaTeX.
 MATH_FONT_FILE = "book-math.otf"
+
+class PrintStyle(VisualStudioStyle):
+    """Pygments' "vs" for paper: its teal for type and class names (#2b91af, 3.4:1 on the
+    code's light grey) darkened to 5.6:1; the other colours already read."""
+
+    styles = {**VisualStudioStyle.styles, Keyword.Type: "#1c6a86", Name.Class: "#1c6a86"}
+
 
 FONTS = r"""
 \setmainfont{FreeSerif}[Extension=.otf, UprightFont=*, ItalicFont=*Italic, BoldFont=*Bold,
@@ -175,18 +190,17 @@ PREAMBLE = r"""
 % the left-hand page left empty before a chapter or a part carries nothing
 \renewcommand{\cleardoublepage}{\clearpage\if@twoside\ifodd\c@page\else
   \hbox{}\thispagestyle{empty}\newpage\fi\fi}
-% code cells a little wider than the text (CODE_OUTSET on each side), inputs and outputs
-% aligned; the size of each block is set just before it
+% code cells as wide as the text, inputs and outputs aligned (the class indents them);
+% the size of each block is set just before it (a verbatim block wraps its lines at the
+% text's width even where adjustwidth widens its frame)
 \renewenvironment{sphinxVerbatimInput}
   {\colorlet{VerbatimBorderColor}{CodeBlockInputBorderColor}%
-   \colorlet{VerbatimColor}{CodeBlockInputColor}%
-   \begin{adjustwidth}{-${outset}in}{-${outset}in}}
-  {\end{adjustwidth}}
+   \colorlet{VerbatimColor}{CodeBlockInputColor}}
+  {}
 \renewenvironment{sphinxVerbatimOutput}
   {\colorlet{VerbatimBorderColor}{CodeBlockOutputBorderColor}%
-   \colorlet{VerbatimColor}{CodeBlockOutputColor}%
-   \begin{adjustwidth}{-${outset}in}{-${outset}in}}
-  {\end{adjustwidth}}
+   \colorlet{VerbatimColor}{CodeBlockOutputColor}}
+  {}
 % a code block split by a page break says nothing: its frame is open at the break
 \renewcommand{\literalblockcontinuedname}{}
 \renewcommand{\literalblockcontinuesname}{}
@@ -274,7 +288,7 @@ def _settings(app: Sphinx, config) -> None:
     # the number out and sets the title in capitals)
     elements["fncychap"] = r"\usepackage[Sonny]{fncychap}"
     elements["preamble"] = (elements.get("preamble", "") + "\n" + _macros(config)
-                            + Template(PREAMBLE).substitute(box=BOX_NEEDS, outset=CODE_OUTSET,
+                            + Template(PREAMBLE).substitute(box=BOX_NEEDS,
                                                             math_font=MATH_FONT_FILE, title=_latex_escape(title),
                                                             author=_latex_escape(config.author)))
     elements["fvset"] = rf"\fvset{{fontsize={_code_size(CODE_SIZE)}}}"
@@ -392,6 +406,15 @@ def _inside(node: nodes.Node, test) -> bool:
     return False
 
 
+def _count_inside(node: nodes.Node, test) -> int:
+    """How many of the node's ancestors pass ``test``."""
+    count, node = 0, node.parent
+    while node is not None:
+        count += bool(test(node))
+        node = node.parent
+    return count
+
+
 def _is_box(node: nodes.Node) -> bool:
     """A box: an admonition, an exercise, a solution, a definition or result, a table."""
     kind = node.__class__
@@ -400,11 +423,15 @@ def _is_box(node: nodes.Node) -> bool:
 
 
 def _wide_tables(doctree: nodes.document) -> None:
-    """A table in the text (not in a box) has the width of a code cell: CODE_OUTSET wider
-    than the text on each side, so that a table of many columns keeps its numbers on one
-    line in the book's measure."""
+    """A table in the text (not in a box) is CODE_OUTSET wider than the text on each side,
+    so that a table of many columns keeps its numbers on one line in the book's measure;
+    a table with more text than a page holds (LONG_TABLE characters) is set as a long
+    table instead, at the text's width, which breaks across pages."""
     for table in list(doctree.findall(nodes.table)):
         if _inside(table, _is_box):
+            continue
+        if len(table.astext()) > LONG_TABLE:
+            table["classes"].append("longtable")
             continue
         table.parent.insert(table.parent.index(table), nodes.raw(
             "", f"\\begin{{adjustwidth}}{{-{CODE_OUTSET}in}}{{-{CODE_OUTSET}in}}\n", format="latex"))
@@ -413,17 +440,14 @@ def _wide_tables(doctree: nodes.document) -> None:
 
 def _code_blocks(doctree: nodes.document) -> None:
     """Each block of code in the largest size, at most CODE_SIZE points, that holds its
-    longest line in the width it has: a code cell's (CODE_OUTSET wider than the text on
-    each side), the text's, or a box's."""
+    longest line in the width it has: the text's, less the padding of each box and the
+    indent of each list it is in."""
     inch = 72.27
     for block in list(doctree.findall(nodes.literal_block)):
         longest = max((len(line.expandtabs()) for line in block.astext().split("\n")), default=0)
-        cell = _inside(block, lambda n: n.__class__.__name__ in ("CellInput", "CellOutput"))
         width = PRINT_WIDTH * inch - CODE_FRAME
-        if cell:
-            width += 2 * CODE_OUTSET * inch
-        elif _inside(block, _is_box):
-            width -= BOX_PADDING
+        width -= BOX_PADDING * _count_inside(block, _is_box)
+        width -= LIST_INDENT * _count_inside(block, lambda n: isinstance(n, nodes.list_item))
         size = CODE_SIZE if longest == 0 else min(CODE_SIZE, width / (longest * CODE_ADVANCE * CODE_SCALE))
         size = max(int(size * 10) / 10, CODE_SMALLEST)
         if size != CODE_SIZE:
