@@ -44,7 +44,7 @@ the numbers of one chapter does not wait for SymPy or the figures.
 """
 import importlib
 
-__version__ = "0.4.1"
+__version__ = "0.5.0"
 
 __all__ = [
     "attention", "absolute", "relative", "rope", "alibi", "absolute_torch", "relative_torch", "rope_torch",

@@ -225,7 +225,9 @@ def polynomial_interpolant(nodes: Nodes, values: Reals, x: Reals) -> np.ndarray:
         w = 1.0 / np.prod(diff, axis=1)
         # t - t_j, shape x.shape + (n + 1,)
         gap = np.subtract.outer(t, ts)
-        hit = (gap == 0.0) | (np.subtract.outer(x, nodes) == 0.0)
+        # on a node, or nearer to it than the smallest normal float (1e-308 in the units of t): 1 / gap
+        # would overflow there, and p(t) differs from f_j by at most |p'| * 2.2e-308
+        hit = (np.abs(gap) < np.finfo(np.float64).tiny) | (np.subtract.outer(x, nodes) == 0.0)
         safe = np.where(hit, 1.0, gap)
         # p(t) = omega(t) sum_j w_j f_j / (t - t_j)
         out = np.prod(gap, axis=-1) * np.sum(w * values / safe, axis=-1)

@@ -303,7 +303,7 @@ def vision_positions(grid_thw: Grid, start: Start = 0, spatial_merge_size: Size 
 ADVANCES = ("largest", "spatial")
 
 
-@contract(_text_and_grids, limit("(t - 1) * time_interval, the last temporal position of a grid of segments,",
+@contract(_text_and_grids, limit("(t - 1) * time_interval of each grid",
                                  lambda segments, time_interval: max(
     [(int(s[0]) - 1) * time_interval for s in segments if not isinstance(s, numbers.Integral)], default=0),
     MAX_POSITION, "2**32, the supported range of positions"))

@@ -144,9 +144,10 @@ def videorope_pair_axes(sections: Sections) -> np.ndarray:
           entries("3 * tokens", lambda segments, spatial_merge_size: 3 * sum(
               int(s) if isinstance(s, numbers.Integral) else int(np.prod(s)) // spatial_merge_size ** 2
               for s in segments)),
-          limit("the largest temporal position", lambda segments, temporal_spacing: temporal_spacing * sum(
-              int(s) if isinstance(s, numbers.Integral) else int(s[0]) for s in segments),
-              MAX_POSITION, "2**32, the supported range of positions"))
+          limit("temporal_spacing * (text tokens + each grid's t)",
+                lambda segments, temporal_spacing: temporal_spacing * sum(
+                    int(s) if isinstance(s, numbers.Integral) else int(s[0]) for s in segments),
+                MAX_POSITION, "2**32, the supported range of positions"))
 def videorope_positions(segments: Segments, spatial_merge_size: Size = 1, temporal_spacing: Size = 2) -> np.ndarray:
     r"""VideoRoPE's positions for text runs and video grids: the diagonal layout with temporal spacing ``delta``.
 

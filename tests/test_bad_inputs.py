@@ -35,6 +35,7 @@ from companion import (  # noqa: E402
     integer_positions,
     interpolation,
     layer_plans,
+    mla,
     mrope,
     nope,
     pair_usage,
@@ -46,7 +47,9 @@ from companion import (  # noqa: E402
     rope_torch,
     scaling,
     sinks,
+    sparse,
     trained_range,
+    video_time,
 )
 from tests.support import bad_inputs
 
@@ -281,6 +284,21 @@ def _remap_guard(call):
 
 MROPE_AXES = [0] * 2**14               # every pair on one axis
 Q3, TH3 = np.zeros((3, 8)), rope.inv_freq(8)
+def _mla(call):
+    """An MLA ``heads * n * n`` guard: 4 heads of 2**13 tokens give 2**28 scores, one token more is past it.
+    ``call(q_nope, q_rope, k_rope, positions)`` gets ``(heads, n, 1)`` and ``(heads, n, 2)`` queries, one
+    ``(n, 2)`` rotated key and the positions."""
+    def past(heads, n):
+        return lambda: call(np.zeros((heads, n, 1)), np.zeros((heads, n, 2)), np.zeros((n, 2)), np.arange(n))
+    return ([(past(4, 2**13 + 1), 4 * (2**13 + 1) ** 2), (past(1, 2**14 + 1), (2**14 + 1) ** 2)],
+            [{"q_nope": np.zeros((4, 2**13, 1))}, {"q_nope": np.zeros((1, 2**14, 1))}])
+
+
+def _indexer(n, heads):
+    """The lightning indexer on ``n`` tokens of ``heads`` heads, 2 components each, one pair rotated."""
+    return sparse.indexer_scores(np.zeros((n, heads, 2)), np.zeros((n, 2)), np.zeros((n, heads)), [1.0])
+
+
 WIDE = configs.frequencies_at({"head_dim": 2**14, "rope_theta": 10000.0, "max_position_embeddings": 4096}, 1)
 
 
@@ -444,8 +462,41 @@ GUARDS = {
     ("mrope.vision_positions", "(t - 1) * time_interval"): (
         [(lambda: mrope.vision_positions([2, 1, 1], time_interval=2.0**32 + 1), 2.0**32 + 1)],
         [{"grid_thw": [2, 1, 1], "time_interval": 2.0**32}]),
+    ("mrope.multimodal_positions", "(t - 1) * time_interval of each grid"): (
+        # the largest grid counts, wherever it stands among the segments
+        [(lambda: mrope.multimodal_positions([(2, 1, 1)], time_interval=2.0**32 + 1), 2.0**32 + 1),
+         (lambda: mrope.multimodal_positions([(2, 1, 1), 3, (3, 1, 1)], time_interval=2.0**31 + 1), 2.0**32 + 2)],
+        [{"segments": [(2, 1, 1)], "time_interval": 2.0**32},
+         {"segments": [(2, 1, 1), 3, (3, 1, 1)], "time_interval": 2.0**31}]),
     ("mrope.patch_positions", "2 * h * w"): (
         [(lambda: mrope.patch_positions(2**13, 2**14 + 1), N + 2**14)], [{"h": 2**13, "w": 2**14}]),
+    ("video_time.videorope_positions", "3 * tokens"): (
+        # a grid counts its merged tokens: 2**14 * 5462 for (1, 2**15, 2 * 5462) merged by 2
+        [(lambda: video_time.videorope_positions([N // 3 + 1]), 3 * (N // 3 + 1)),
+         (lambda: video_time.videorope_positions([N // 3 - 3, (1, 2, 2)]), 3 * (N // 3 + 1)),
+         (lambda: video_time.videorope_positions([(1, 2**15, 2 * 5462)], 2), 3 * 2**14 * 5462)],
+        [{"segments": [N // 3], "spatial_merge_size": 1},
+         {"segments": [(1, 2**15, 2 * (N // 3 // 2**14))], "spatial_merge_size": 2}]),
+    ("video_time.videorope_positions", "temporal_spacing * (text tokens + each grid's t)"): (
+        [(lambda: video_time.videorope_positions([(2**16 + 1, 1, 1)], temporal_spacing=2**16), 2**32 + 2**16),
+         (lambda: video_time.videorope_positions([2**15, (2**15 + 1, 1, 1)], temporal_spacing=2**16), 2**32 + 2**16)],
+        [{"segments": [(2**16, 1, 1)], "temporal_spacing": 2**16},
+         {"segments": [2**15, (2**15, 1, 1)], "temporal_spacing": 2**16}]),
+    ("mla.scores", "heads * n * n"): _mla(lambda q, q_r, k_r, m: mla.scores(q, q_r, q, k_r, m, [1.0])),
+    ("mla.absorbed_scores", "heads * n * n"): _mla(
+        lambda q, q_r, k_r, m: mla.absorbed_scores(q, q_r, np.zeros((m.size, 1)), k_r, np.zeros((q.shape[0], 1, 1)),
+                                                   m, [1.0])),
+    ("mla.attention", "heads * n * n"): _mla(lambda q, q_r, k_r, m: mla.attention(q, q_r, q, k_r, q, m, [1.0], 1.0)),
+    ("sparse.indexer_scores", "n * n * heads"): (
+        [(lambda: _indexer(2**13 + 1, 4), 4 * (2**13 + 1) ** 2), (lambda: _indexer(2**14 + 1, 1), (2**14 + 1) ** 2)],
+        [{"q": np.zeros((2**13, 4, 2))}, {"q": np.zeros((2**14, 1, 2))}]),
+    ("sparse.entry_positions", "n_tokens // rate"): (
+        # rounded down: 2**29 + 1 tokens in windows of 2 are 2**28 entries
+        [(lambda: sparse.entry_positions(N + 1, 1), N + 1), (lambda: sparse.entry_positions(2 * N + 2, 2), N + 1)],
+        [{"n_tokens": N, "rate": 1}, {"n_tokens": 2 * N + 1, "rate": 2}]),
+    ("sparse.entry_mask", "n_queries * n_entries"): (
+        [(lambda: sparse.entry_mask(2, 2**27 + 1, 4), N + 2), (lambda: sparse.entry_mask(2**27 + 1, 2, 4), N + 2)],
+        [{"n_queries": 2, "n_entries": 2**27}, {"n_queries": 2**27, "n_entries": 2}]),
     ("layer_plans.sliding_window_mask", "n * n"): _square(lambda n: layer_plans.sliding_window_mask(n, 4)),
     ("layer_plans.chunked_mask", "n * n"): _square(lambda n: layer_plans.chunked_mask(n, 4)),
     ("layer_plans.layer_mask", "n * n"): _square(lambda n: layer_plans.layer_mask(layer_plans.LayerPlan(rope=True), n)),
@@ -461,6 +512,12 @@ GUARDS = {
         [{"window": 2**16, "leak": 2**16}, {"window": 2**32, "leak": None}]),
     ("remap.dca_scores", "n_q * n_k * d / 2"): _remap_guard(
         lambda q, k, theta: remap.dca_scores(q, k, theta, 4, 8)),
+    ("remap.rerope_cache", "window * leak"): (
+        [(lambda: remap.rerope_cache(Q3, 2**16, TH3, 2**16 + 1), 2**32 + 2**16)],
+        [{"window": 2**16, "leak": 2**16}, {"window": 2**32, "leak": None}]),
+    ("remap.rerope_step", "window * leak"): (
+        [(lambda: remap.rerope_step(np.zeros(8), Q3, Q3, 2**16, TH3, 2**16 + 1), 2**32 + 2**16)],
+        [{"window": 2**16, "leak": 2**16}, {"window": 2**32, "leak": None}]),
     ("pair_usage.aimed_scores", "distances.size * len(inv_freq)"): (
         [(lambda: pair_usage.aimed_scores(rope.inv_freq(2**15), np.array([0]), 0, np.arange(2**14 + 1)), N + 2**14)],
         [{"distances": np.arange(2**14), "inv_freq": rope.inv_freq(2**15)}]),

@@ -658,9 +658,13 @@ def test_keys_outside_the_frequencies_depend_on_the_class_and_the_rope_type():
     it is not already read as NTK-alpha; Ministral 3's beta is computed for its class and only reported
     for another, each with the words that say so."""
     deepseek = {"model_type": "deepseek_v3", "qk_rope_head_dim": 64, "rope_theta": 1e4, "max_position_embeddings": 4096}
-    assert quiet_read({**deepseek, "rope_scaling": {"type": "default", "mscale_all_dim": 1.0}}).effects == ()
-    (effect,) = quiet_read({**deepseek, "rope_scaling": {"type": "yarn", "factor": 4.0, "mscale_all_dim": 0.5,
-                                                         "original_max_position_embeddings": 1024}}).effects
+    # DeepseekV3Config's rope_interleave = True is an effect of every deepseek_v3 file (the pairs' layout)
+    (interleave,) = quiet_read({**deepseek, "rope_scaling": {"type": "default", "mscale_all_dim": 1.0}}).effects
+    assert (interleave.key, interleave.value, interleave.modelled) == ("rope_interleave", True,
+                                                                       "rotate(layout='adjacent')")
+    effect, interleave_too = quiet_read({**deepseek, "rope_scaling": {
+        "type": "yarn", "factor": 4.0, "mscale_all_dim": 0.5, "original_max_position_embeddings": 1024}}).effects
+    assert interleave_too == interleave
     assert effect == configs.PositionEffect(
         "mscale_all_dim", 0.5, "the attention's softmax scale is multiplied by (0.1 mscale_all_dim ln s + 1)^2",
         "softmax_scale_factor")

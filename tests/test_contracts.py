@@ -604,23 +604,57 @@ DEFAULT_SOURCES = [
          "layer_plans.gpt_oss": {"window": 128, "base": 150_000.0},
          "layer_plans.smollm3": {"nope_every": 4, "base": 5_000_000.0},
          "layer_plans.rnope_swa": {"every": 4, "window": 4096, "base": 10000.0},
-         "sinks.streaming_cache": {"n_sink": 4},
+         "sinks.streaming_cache": {"n_sink": 4}, "sinks.streaming_scores": {"n_sink": 4},
+         "sinks.streaming_scores_cached": {"n_sink": 4},
+     }),
+    ("hybrid-models", "the hybrids of recurrent and attention layers: Qwen3-Next-80B-A3B's released config.json "
+     "(Qwen3NextConfig: full_attention_interval 4, rope_theta 10**7, partial_rotary_factor 0.25 of a 256-wide head, "
+     "64 components) and Kimi Linear's three KDA layers per MLA layer (Kimi Team 2025, arXiv:2510.26692)", {
+         "layer_plans.qwen3_next": {"every": 4, "base": 10_000_000.0, "rotary_dim": 64},
+         "layer_plans.kimi_linear": {"every": 4},
+     }),
+    ("attention-layer", "recurrent False: a LayerPlan is one attention layer, as every layer of a Transformer is; "
+     "only the hybrids (Qwen3-Next's Gated DeltaNet, Kimi Linear's KDA) mark layers recurrent", {
+         "layer_plans.LayerPlan": {"recurrent": False},
      }),
     ("roformer-pairs", "the adjacent pairs (2i, 2i + 1) of RoFormer (Su et al. 2021, eq. 13)", {
         **{key: {"layout": "adjacent"} for key in _ADJACENT},
         "rope.layout_permutation": {"source": "adjacent", "target": "split"},
     }),
     ("library-halves", "the split halves (i, i + d/2) of Hugging Face's rotate_half, which Llama, Qwen2-VL's "
-     "M-RoPE and Su's ReRoPE code rotate", {
+     "M-RoPE, Su's ReRoPE code and StreamingLLM's patch of Llama's attention (mit-han-lab/streaming-llm, "
+     "pos_shift/modify_llama.py) rotate", {
          "configs.rotate": {"layout": "split"}, "mrope.rotate": {"layout": "split"},
          "remap.remapped_scores": {"layout": "split"}, "remap.rerope_two_pass": {"layout": "split"},
-         "remap.dca_scores": {"layout": "split"},
+         "remap.dca_scores": {"layout": "split"}, "remap.rerope_cache": {"layout": "split"},
+         "remap.rerope_step": {"layout": "split"},
+         "sinks.streaming_scores": {"layout": "split"}, "sinks.streaming_scores_cached": {"layout": "split"},
      }),
-    ("qwen2-vl", "Qwen2-VL's M-RoPE (Wang et al. 2024; Hugging Face get_rope_index): sections of pairs per axis, "
-     "positions from 0, one temporal step per frame; a merge size of 1 is the plain patch grid", {
+    ("deepseek-layouts", "DeepSeek's pair layouts in Transformers: MLA's rotated slice in adjacent pairs "
+     "(DeepseekV3Config's rope_interleave True, apply_rotary_pos_emb_interleave), DeepSeek-V4's interleaved RoPE "
+     "(modeling_deepseek_v4.apply_rotary_pos_emb), and V3.2's lightning indexer in split halves "
+     "(DeepseekV32Indexer: \"NON-interleaved (half-split) RoPE\")", {
+         "mla.scores": {"layout": "adjacent"}, "mla.absorbed_scores": {"layout": "adjacent"},
+         "mla.attention": {"layout": "adjacent"}, "sparse.unrotate": {"layout": "adjacent"},
+         "sparse.indexer_scores": {"layout": "split"},
+     }),
+    ("qwen2-vl", "Qwen2-VL's M-RoPE (Wang et al. 2024; the get_rope_index released with it and kept in Hugging "
+     "Face Transformers 4): sections of pairs per axis, positions from 0, each segment one past the largest "
+     "position so far, one temporal step per frame; a merge size of 1 is the plain patch grid", {
          "mrope.pair_axes": {"layout": "sectioned"}, "mrope.text_positions": {"start": 0},
          "mrope.vision_positions": {"start": 0, "spatial_merge_size": 1, "time_interval": 1.0},
-         "mrope.multimodal_positions": {"spatial_merge_size": 1}, "mrope.patch_positions": {"spatial_merge_size": 1},
+         "mrope.multimodal_positions": {"spatial_merge_size": 1, "time_interval": 1.0, "advance": "largest"},
+         "mrope.patch_positions": {"spatial_merge_size": 1},
+         "video_time.timestamped_segments": {"spatial_merge_size": 1},
+         "video_time.videorope_positions": {"spatial_merge_size": 1},
+     }),
+    ("qwen3-vl", "Qwen3-VL's video processor: temporal patches of 2 frames (Qwen3VLVideoProcessor's "
+     "temporal_patch_size, which Qwen3VLProcessor._calculate_timestamps groups the frames by)", {
+         "video_time.frame_timestamps": {"temporal_patch_size": 2},
+     }),
+    ("videorope", "VideoRoPE's adjustable temporal spacing delta 2 (Wei et al. 2025; the released code's "
+     "get_t_scale_rope_index with scale_factor 2.0)", {
+         "video_time.videorope_positions": {"temporal_spacing": 2},
      }),
     ("unscaled-scores", "an attention factor, query scale or frequency factor of 1: the scores as RoPE and "
      "softmax give them (YaRN's 1/sqrt(t) at s = 1); a plain layer has no QK-norm and no temperature", {
@@ -654,25 +688,28 @@ DEFAULT_SOURCES = [
          "rope.self_attention": {"mask": None}, "rope_torch.RotaryEmbedding": {"inv_freq": None},
          "rope_torch.RotaryEmbedding.forward": {"positions": None}, "rope_torch.RotaryEmbedding.rotate": {"positions": None},
          "alibi.bias": {"n_keys": None}, "alibi_torch.ALiBi.forward": {"n_keys": None},
-         "remap.rerope_two_pass": {"leak": None},
+         "remap.rerope_two_pass": {"leak": None}, "remap.rerope_cache": {"leak": None},
+         "remap.rerope_step": {"leak": None}, "remap.dca_released_settings": {"local_window": None},
          "scaling.dynamic_scale": {"factor": None}, "scaling.dynamic_ntk": {"current_length": None, "hf_factor": None},
          "scaling.longrope": {"current_length": None},
          "interpolation.fit_score_curve": {"rcond": None},
          "configs.read_config": {"layer_type": None}, "configs.frequencies_at": {"layer_type": None},
          "configs.softmax_scale_factor": {"layer_type": None}, "configs.DynamicNTKState": {"layer_type": None},
          "configs.config_extension": {"trained_length": None, "layer_type": None},
-         "layer_plans.LayerPlan": {"base": None, "window": None, "chunk": None},
-         "sinks.attention_with_sink": {"mask": None},
+         "layer_plans.LayerPlan": {"base": None, "window": None, "chunk": None, "rotary_dim": None},
+         "sinks.attention_with_sink": {"mask": None}, "mla.attention": {"mask": None},
          "symbolic.softmax_rows": {"mask": None}, "symbolic.self_attention": {"mask": None},
      }),
     ("the-package's-own", "the package's own choices, each explained in its docstring: softmax over the last "
      "axis, plain least squares, a unit grid of positions, Chen et al.'s bound with the exact constant, offsets "
-     "from 1, tolerances for rounding, and SymPy witnesses drawn reproducibly", {
+     "from 1, tolerances for rounding, SymPy witnesses drawn reproducibly, and no text around a video unless "
+     "given", {
          "attention.softmax": {"axis": -1},
          "interpolation.fit_score_curve": {"ridge": 0.0}, "interpolation.interpolation_error_bound": {"spacing": 1.0},
          "interpolation.pi_bound_ratio": {"constant": "exact"}, "integer_positions.nearest_return": {"k_min": 1},
          "nope.read_position": {"rtol": 1e-9}, "trained_range.out_of_range": {"tol": 1e-9},
          "symbolic.nonzero_witness": {"seed": 0, "tries": 20, "tolerance": 1e-12},
+         "video_time.timestamped_segments": {"before": 0, "after": 0},
      }),
 ]
 

@@ -141,11 +141,12 @@ def test_a_fold_label_is_the_first_line_in_one_of_three_forms():
 #: The code the house rules (``[tool.ruff]`` in pyproject.toml) cover. companion/ and its
 #: tests (the other tests/test_*.py, tests/support/bad_inputs.py and lab_synthetic.py)
 #: are being rewritten; they join this list when that is done.
-LINTED = ["bookwork", "benchmarks", "tests/__init__.py", "tests/conftest.py", "tests/grading",
+LINTED = ["bookwork", "benchmarks", "companion/lab", "tests/__init__.py", "tests/conftest.py", "tests/grading",
           "tests/support/__init__.py", "tests/support/assignments.py", "tests/support/book.py",
-          "tests/support/browser.py", "tests/support/pdf_build.py", "tests/support/runs.py",
-          "tests/support/warm_kernels.py", "tests/test_assignments.py", "tests/test_exercise_solutions.py",
-          "tests/test_hygiene.py", "tests/test_lessons.py", "tests/test_pdf.py", "tests/test_reader_edition.py",
+          "tests/support/browser.py", "tests/support/lab_synthetic.py", "tests/support/pdf_build.py",
+          "tests/support/runs.py", "tests/support/warm_kernels.py", "tests/test_assignments.py",
+          "tests/test_exercise_solutions.py", "tests/test_hygiene.py", "tests/test_lab.py", "tests/test_lab_stats.py",
+          "tests/test_lessons.py", "tests/test_models.py", "tests/test_pdf.py", "tests/test_reader_edition.py",
           "tests/test_site.py", "tests/test_warm_kernels.py"]
 
 

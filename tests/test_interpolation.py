@@ -3,6 +3,7 @@ interpolation inside and outside the nodes."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -228,14 +229,47 @@ def test_polynomial_interpolant_where_the_spread_rounds_x_onto_a_node():
     assert interpolation.polynomial_interpolant([-1e300, 0.0, 1e300], [1.0, 2.0, 3.0], [1e-310])[0] == 2.0
 
 
+def test_polynomial_interpolant_of_400_chebyshev_nodes():
+    """Spread over [-1, 1] the weights of 400 Chebyshev nodes stay below 2**400; over [-1/4, 1/4] they
+    would pass 8**400 and overflow."""
+    nodes = np.cos(np.pi * (np.arange(400) + 0.5) / 400)
+    x = np.array([0.3, -0.71, 0.999])
+    np.testing.assert_allclose(interpolation.polynomial_interpolant(nodes, np.cos(3.0 * nodes), x), np.cos(3.0 * x),
+                               rtol=0, atol=1e-13)
+
+
+def test_polynomial_interpolant_of_a_line_far_out():
+    """The line through (-1, 0) and (1, 1) at x = 1.2e154: with the nodes at t = -1, 1, omega(t) = t**2 - 1 =
+    1.44e308 still fits float64; a smaller half-width (nodes at -1.5, 1.5) would make it overflow."""
+    assert interpolation.polynomial_interpolant([-1.0, 1.0], [0.0, 1.0], [1.2e154])[0] == pytest.approx(6e153,
+                                                                                                        rel=1e-12)
+
+
+def test_polynomial_interpolant_leaks_no_divide_by_zero_warning():
+    """Nodes 0 and 1e-300 round together on [-1, 1], so a weight is 1 / 0: the contract refuses the call,
+    and no RuntimeWarning reaches the caller first."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="overflows float64"):
+            interpolation.polynomial_interpolant([0.0, 1e-300, 1.0], [1.0, 2.0, 3.0], [0.5])
+
+
+def test_polynomial_interpolant_of_one_node_a_subnormal_away():
+    """x a subnormal away from a node: 1 / (t - t_j) would overflow; the value is the node's."""
+    assert interpolation.polynomial_interpolant([0.0], [1.0], [5e-324])[0] == 1.0
+    assert interpolation.polynomial_interpolant([-1.0, 0.0, 1.0], [2.0, 3.0, 5.0], [1e-320])[0] == 3.0
+
+
 def test_cauchy_bound_beyond_170_nodes_divides_by_the_whole_factorial():
     """(n + 1)! beyond 170! overflows float64; the bound divides the rest in: M |omega(x)| / 171! for 171 nodes."""
     x = np.array([1.5])
     for n_nodes in (170, 171, 200):
         nodes = np.linspace(0.0, 1.0, n_nodes)
         log_omega = np.sum(np.log(np.abs(x[0] - nodes)))
-        expected = math.exp(log_omega - math.lgamma(n_nodes + 1))
-        assert interpolation.polynomial_remainder_bound(x, nodes, 1.0)[0] == pytest.approx(expected, rel=1e-9)
+        # M = 1e300 keeps the bound a normal float (with M = 1 it is about 1e-313, inside pytest.approx's
+        # default abs = 1e-12, and a bound off by a factor 171 passed)
+        expected = math.exp(math.log(1e300) + log_omega - math.lgamma(n_nodes + 1))
+        assert interpolation.polynomial_remainder_bound(x, nodes, 1e300)[0] == pytest.approx(expected, rel=1e-9, abs=0)
 
 
 def test_cauchy_bound_holds_for_a_rope_pair_inside_and_outside():

@@ -13,6 +13,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+from scipy.stats import chi2
 
 from companion.lab import stats
 
@@ -66,7 +67,8 @@ def test_mean_interval_and_paired_difference():
     interval = stats.mean_interval([1.0, 2.0, 3.0, 4.0, 5.0])
     half = 2.7764451051977987 * math.sqrt(2.5) / math.sqrt(5)     # t(0.95, 4) s / sqrt(n)
     assert (interval.estimate, interval.n) == (3.0, 5)
-    assert interval.low == pytest.approx(3.0 - half, rel=1e-14) and interval.high == pytest.approx(3.0 + half, rel=1e-14)
+    assert interval.low == pytest.approx(3.0 - half, rel=1e-14)
+    assert interval.high == pytest.approx(3.0 + half, rel=1e-14)
     assert stats.mean_interval([2.5]).format() == "2.50 [2.50, 2.50]"
     diff = stats.paired_difference([3.0, 5.0, 4.0], [1.0, 2.0, 2.0])
     assert diff.estimate == pytest.approx(7 / 3) and diff.low < 7 / 3 < diff.high
@@ -138,3 +140,70 @@ def test_every_public_function_declares_its_parameters():
                             (lambda: stats.clearly_above(0.5, 10, 0.5, 10, k=-1.0), "k")):
         with pytest.raises(ValueError, match=f"^{parameter} must be"):
             call()
+
+
+# --- where new seeds fall, and how many seeds decide a claim ---------------------------------
+
+
+def test_t_power_is_the_noncentral_t_tail_and_matches_a_simulation():
+    # one-sample t, d = 0.5, n = 34 at the two-sided 5 % level: power 0.808 (Cohen 1988, table 2.3.2; G*Power)
+    assert stats.t_power(0.5, 1.0, 34) == pytest.approx(0.8078, abs=5e-4)
+    # the t interval's lower end above the margin, counted on simulated samples
+    rng = np.random.default_rng(0)
+    for effect, sd, n, margin in ((0.527, 0.435, 8, 0.0), (0.3, 0.2, 5, 0.1), (-0.1, 0.1, 6, 0.0)):
+        x = rng.normal(effect, sd, size=(200_000, n))
+        low = x.mean(axis=1) - stats.t_quantile(0.95, n - 1) * x.std(axis=1, ddof=1) / math.sqrt(n)
+        assert stats.t_power(effect, sd, n, margin) == pytest.approx(float((low > margin).mean()), abs=4e-3)
+    # more seeds, more power; the margin moves the effect
+    assert stats.t_power(0.5, 1.0, 10) < stats.t_power(0.5, 1.0, 20)
+    assert stats.t_power(0.6, 1.0, 10, margin=0.1) == pytest.approx(stats.t_power(0.5, 1.0, 10), rel=1e-12)
+
+
+def test_seeds_for_power_is_the_first_number_that_reaches_the_power():
+    n = stats.seeds_for_power(0.527, 0.435)
+    assert n == 8 and stats.t_power(0.527, 0.435, 7) < 0.8 <= stats.t_power(0.527, 0.435, 8)
+    assert stats.seeds_for_power(0.5, 1.0) == 34
+    assert stats.seeds_for_power(0.1, 1.0, margin=0.2) is None and stats.seeds_for_power(0.0, 1.0) is None
+    assert stats.seeds_for_power(0.01, 1.0, most=10) is None
+
+
+def test_prediction_interval_is_students_for_a_new_value_and_bonferroni_for_several():
+    values = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    one = stats.prediction_interval(values)
+    half = 2.7764451051977987 * math.sqrt(2.5) * math.sqrt(1 + 1 / 5)     # t(0.95, 4) s sqrt(1 + 1/m)
+    assert (one.low, one.high) == (pytest.approx(3 - half), pytest.approx(3 + half))
+    five = stats.prediction_interval(values, new=5)
+    assert five.low < one.low and five.high > one.high
+    assert five.high - 3 == pytest.approx(stats.t_quantile(0.99, 4) * math.sqrt(2.5) * math.sqrt(1.2))
+    # a new normal value falls inside the one-value interval 95 % of the time
+    rng = np.random.default_rng(1)
+    draws = rng.normal(size=(100_000, 6))
+    inside = []
+    for row in draws[:20_000]:
+        iv = stats.prediction_interval(row[:5])
+        inside.append(iv.low <= row[5] <= iv.high)
+    assert np.mean(inside) == pytest.approx(0.95, abs=0.005)
+    with pytest.raises(ValueError, match="at least two"):
+        stats.prediction_interval([1.0])
+
+
+def test_sd_interval_and_sd_power_are_the_chi_squared_ones():
+    iv = stats.sd_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    # chi-squared quantiles with 4 degrees of freedom: 0.4844 and 11.1433
+    assert iv.estimate == pytest.approx(math.sqrt(2.5))
+    assert iv.low == pytest.approx(math.sqrt(2.5 * 4 / 11.143287), rel=1e-6)
+    assert iv.high == pytest.approx(math.sqrt(2.5 * 4 / 0.484419), rel=1e-6)
+    rng = np.random.default_rng(2)
+    x = rng.normal(0, 2.0, size=(100_000, 4))
+    s = x.std(axis=1, ddof=1)
+    low = s * np.sqrt(3 / chi2.isf(0.025, 3))
+    assert stats.sd_power(2.0, 1.0, 4) == pytest.approx(float((low > 1.0).mean()), abs=4e-3)
+    assert stats.sd_power(2.0, 1.0, 4) < stats.sd_power(2.0, 1.0, 8)
+
+
+def test_wilson_power_sums_the_binomial_over_the_counts_that_clear():
+    runs, p, at_least = 30, 0.9, 0.75
+    clears = [k for k in range(runs + 1) if stats.wilson_interval(k, runs).low >= at_least]
+    exact = sum(Fraction(math.comb(runs, k)) * Fraction(9, 10) ** k * Fraction(1, 10) ** (runs - k) for k in clears)
+    assert stats.wilson_power(p, runs, at_least) == pytest.approx(float(exact), rel=1e-12)
+    assert stats.wilson_power(0.5, 100, 0.8) < 1e-6 and stats.wilson_power(1.0, 100, 0.8) == pytest.approx(1.0)

@@ -1,12 +1,12 @@
 """companion.lab.models and .schemes: shapes, causality, the companion module behind each scheme, RoPE scaling,
-p-RoPE, the key window and the queries' and keys' pair norms."""
+p-RoPE, the key window, the distance limit and the queries' and keys' pair norms."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from companion import absolute_torch, alibi_torch, nope, relative_torch, rope, rope_torch, scaling
+from companion import absolute_torch, alibi_torch, nope, relative_torch, remap, rope, rope_torch, scaling
 from companion.lab import evals, schemes
 from companion.lab.models import ROPE_SCHEMES, SCHEMES, TinyTransformer, count_parameters
 from companion.lab.settings import ModelConfig
@@ -100,8 +100,9 @@ def test_other_schemes_hold_no_position_module():
     for scheme in SCHEMES:
         model = small(scheme)
         found = {type(m) for m in model.modules()}
-        position_types = {absolute_torch.LearnedPositions, absolute_torch.SinusoidalPositions, rope_torch.RotaryEmbedding,
-                          alibi_torch.ALiBi, relative_torch.T5RelativeBias, relative_torch.ShawRelativeAttention}
+        position_types = {absolute_torch.LearnedPositions, absolute_torch.SinusoidalPositions,
+                          rope_torch.RotaryEmbedding, alibi_torch.ALiBi, relative_torch.T5RelativeBias,
+                          relative_torch.ShawRelativeAttention}
         assert len(found & position_types) == (0 if scheme == "nope" else 1), scheme
 
 
@@ -289,6 +290,7 @@ def test_each_scheme_is_one_object_with_the_models_hooks(scheme, cls):
     assert type(model.scheme) is cls and isinstance(model.scheme, schemes.Scheme)
     # the model's attention code names no scheme: the hooks are the only place a scheme enters
     import inspect
+
     from companion.lab import models
     body = inspect.getsource(models._CausalSelfAttention) + inspect.getsource(models.TinyTransformer._run)
     assert not any(f'"{name}"' in body for name in SCHEMES)
@@ -350,6 +352,44 @@ def test_a_key_window_hides_exactly_the_far_keys(scheme):
         assert not torch.equal(model(y)[:, 10:], model(x)[:, 10:])
     with pytest.raises(ValueError, match="w"):
         model.set_key_window(0)
+
+
+@pytest.mark.parametrize("options", [{}, {"rope_fraction": 0.25}])
+def test_a_distance_limit_is_rerope_in_every_layer_and_keeps_every_key(options):
+    """With the limit, each layer's attention is softmax(ReRoPE scores / sqrt(d)) of companion.remap, every
+    distance of the limit or more read as limit - 1, and every key keeps a weight; None restores the model."""
+    model = small("rope", context_length=6, **options)
+    x = tokens(n=20)
+    with torch.no_grad():
+        plain = model(x)
+    model.set_distance_limit(6)
+    weights, qk = model.attention_weights(x), model.queries_and_keys(x)
+    inv_freq = model.rope.inv_freq.numpy()
+    causal = np.tril(np.ones((20, 20), dtype=bool))
+    for w, (q, k) in zip(weights, qk):
+        for b in range(q.shape[0]):
+            for h in range(q.shape[1]):
+                scores = remap.rerope_two_pass(q[b, h].double().numpy(), k[b, h].double().numpy(), inv_freq, 5,
+                                               layout="adjacent") / np.sqrt(q.shape[-1])
+                scores = np.where(causal, scores, -np.inf)
+                expected = np.exp(scores - scores.max(-1, keepdims=True))
+                expected /= expected.sum(-1, keepdims=True)
+                np.testing.assert_allclose(w[b, h].numpy(), expected, atol=1e-6)
+        assert (w[..., torch.tensor(causal)] > 0).all()            # no key is hidden
+    with torch.no_grad():
+        assert not torch.allclose(model(x), plain)
+        model.set_distance_limit(20)                                  # no distance reaches the limit
+        torch.testing.assert_close(model(x), plain, rtol=0, atol=1e-5)
+        model.set_distance_limit(None)
+        assert torch.equal(model(x), plain)
+
+
+@pytest.mark.parametrize("scheme", [s for s in SCHEMES if s not in ROPE_SCHEMES])
+def test_a_distance_limit_is_refused_by_schemes_without_rotations(scheme):
+    with pytest.raises(ValueError, match="distance limit applies to the schemes"):
+        small(scheme).set_distance_limit(6)
+    with pytest.raises(ValueError, match="w"):
+        small("rope").set_distance_limit(0)
 
 
 def test_queries_and_keys_and_their_pair_norms():

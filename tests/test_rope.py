@@ -279,6 +279,14 @@ def test_decay_bound_holds_for_random_content():
     assert value[0] == pytest.approx(32.0) and bound[0] == pytest.approx(528.0)
 
 
+def test_decay_bound_value_of_two_equal_contents():
+    """|e^{i r theta_0} + e^{i r theta_1}| = 2 |cos(r (theta_0 - theta_1) / 2)|: the sum turns by r theta_i."""
+    theta = rope.inv_freq(4)                            # [1, 0.01]
+    r = np.array([0.0, 1.0, 3.0, 100.0])
+    value, _ = rope.decay_bound(np.ones(2), r, theta)
+    np.testing.assert_allclose(value, 2.0 * np.abs(np.cos(r * (theta[0] - theta[1]) / 2.0)), rtol=1e-12, atol=1e-12)
+
+
 def test_complex_score_is_the_sum_in_the_bound():
     q, k = random(16), random(16)
     theta = rope.inv_freq(16)

@@ -80,9 +80,10 @@ def re_exports(module: str) -> bool:
     page of the module that defines it."""
     imported = importlib.import_module(module)
     names = [n for n in getattr(imported, "__all__", []) if not inspect.ismodule(getattr(imported, n, None))]
+    # data (a table, a set of keys) has no module of its own: only classes and functions say where they live
+    defined = [getattr(imported, n) for n in names]
     return hasattr(imported, "__path__") and bool(names) and all(
-        getattr(getattr(imported, n), "__module__", module).startswith(module + ".") for n in names
-        if not isinstance(getattr(imported, n), (dict, tuple, list, str, int, float)))
+        obj.__module__.startswith(module + ".") for obj in defined if inspect.isclass(obj) or inspect.isroutine(obj))
 
 
 def page(module: str) -> str:

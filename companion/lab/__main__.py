@@ -1,11 +1,13 @@
 r"""The command line: ``python -m companion.lab``, recompute the lab's results, or run new seeds.
 
 ``python -m companion.lab --config full`` recomputes the book's stored results
-(:func:`companion.lab.runs.run_all`); ``--seeds 17 23`` runs the full configuration at
-other seeds into a folder of their own and checks every claim of
-:mod:`companion.lab.claims` on them. ``--workers N`` sets the worker processes,
-``--part I --parts P`` runs one of ``P`` parts started by hand and ``--merge``
-assembles them (:func:`companion.lab.runs.assemble`); ``--help`` lists the rest.
+(:func:`companion.lab.runs.run_all`), ``--config confirmation`` the confirmation run;
+``--seeds 17 23`` runs the full configuration at other seeds into a folder of their own
+and checks every claim of :mod:`companion.lab.claims` on them: each holds, fails, or
+cannot be decided with those seeds, and then says about how many seeds would decide it.
+``--workers N`` sets the worker processes, ``--arms`` trains only some arms, ``--part I
+--parts P`` runs one of ``P`` parts started by hand and ``--merge`` assembles them
+(:func:`companion.lab.runs.assemble`); ``--help`` lists the rest.
 """
 from __future__ import annotations
 
@@ -39,13 +41,14 @@ def main(argv=None) -> int:
                         help="run only these seeds' jobs now (the run is written once every job is done)")
     parser.add_argument("--sweep", choices=("rest", "all", "none"), default=None,
                         help="which sweep cells to run (default: the rest; none with --seeds)")
+    parser.add_argument("--arms", nargs="+", default=None, help="train only these arms of the configuration")
     parser.add_argument("--quiet", action="store_true", help="no line per finished job")
     args = parser.parse_args(argv)
     out = args.out
     if out is None and args.seeds is not None:
         out = "lab_seeds_" + "_".join(map(str, args.seeds))
-    if out is None and args.config != "full":
-        parser.error("--out is required for a configuration other than 'full'")
+    if out is None and args.config not in ("full", "confirmation"):
+        parser.error("--out is required for a configuration other than 'full' and 'confirmation'")
     if (args.part is None) != (args.parts is None):
         parser.error("--part and --parts go together")
     sweep = args.sweep or ("none" if args.seeds is not None else "rest")
@@ -56,11 +59,13 @@ def main(argv=None) -> int:
         paths = assemble(out)
     else:
         paths = run_all(args.config, out, workers=args.workers, stream=None if args.quiet else sys.stdout,
-                        part=args.part, parts=args.parts, seeds=args.seeds, sweep=sweep, only_seeds=args.only_seeds)
+                        part=args.part, parts=args.parts, seeds=args.seeds, sweep=sweep, only_seeds=args.only_seeds,
+                        arms=args.arms)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     if "summary" in paths:
         run = results.load_results(Path(paths["summary"]).parent)
-        print(claims.table(claims.check_all(run.seeds, run.lr_sweep)))
+        # an undecided verdict says how many seeds would decide it, from the seeds the claim was written from
+        print(claims.table(claims.check_all(run.seeds, run.lr_sweep, development=claims.development_records())))
     return 0
 
 

@@ -17,10 +17,12 @@ budget (:func:`train_arm`), then:
    variable tracking; retrieval with no literal match between question and needle;
    beside each, the key-blind copiers measured on the same examples. Also the share
    of the answer's attention on keys ``L`` or more back at ``2L``.
-3. **Mechanism** (:func:`window_intervention`, :func:`frequency_usage`): the same
-   models with every key ``L`` or more positions back hidden, on needles that lie
-   within ``L`` of the query and on late text; and the norms of the queries' and
-   keys' pairs (Barbero et al. 2025).
+3. **Mechanism** (:func:`window_intervention`, :func:`distance_limit_intervention`,
+   :func:`frequency_usage`): the same models with every key ``L`` or more positions
+   back hidden, on needles that lie within ``L`` of the query and on late text; the
+   RoPE models with every key kept and every distance of ``L`` or more read as
+   ``L - 1`` (ReRoPE's rule), which removes the new distances but not the extra keys;
+   and the norms of the queries' and keys' pairs (Barbero et al. 2025).
 4. **Extending the RoPE model** to ``4L`` (:func:`extension`): no change, Position
    Interpolation (Chen et al. 2023), NTK-aware (bloc97 2023), dynamic NTK (emozilla
    2023), YaRN with the paper's ramp and with the ramp its code ships, zero-shot and
@@ -60,7 +62,8 @@ from .settings import LabConfig, get_config
 from .stdlib_corpus import Corpus, load_corpus, text_windows
 
 __all__ = ["TASKS", "chance_levels", "train_arm", "tuning_scores", "extrapolation", "retrieval",
-           "attention_shares", "window_intervention", "frequency_usage", "extension", "sweep_cell", "arm_record"]
+           "attention_shares", "window_intervention", "distance_limit_intervention", "frequency_usage", "extension",
+           "sweep_cell", "arm_record"]
 
 #: The retrieval tasks of experiment 2.
 TASKS = ("single_needle", "multi_key", "variable_tracking", "no_literal_match")
@@ -400,6 +403,44 @@ def window_intervention(model, corpus: Corpus, config="reduced", seed: int = 0) 
     return record
 
 
+def distance_limit_intervention(model, corpus: Corpus, config="reduced", seed: int = 0) -> dict:
+    r"""A RoPE model with every key kept and every distance of ``L`` or more read as ``L - 1``.
+
+    The control of :func:`window_intervention` that changes the distances only: a
+    query at ``8L`` still weighs all of its ``8L`` keys, as many as without the
+    control, but none at a distance it never met in training
+    (:meth:`companion.lab.models.TinyTransformer.set_distance_limit`; ReRoPE's rule,
+    Su 2023). If new distances break the model, this repairs it as the window
+    does; if the number of keys does, it does not. Recorded with the limit in place:
+    the late text at ``8L`` (``perplexity_past_L``, ``perplexity``), the near needles
+    of :func:`window_intervention` (the same examples), and the single needle at
+    every length and depth bin (the same examples as :func:`retrieval`), whose far
+    needles the window could not show.
+    """
+    cfg = get_config(config)
+    L, ev = cfg.context_length, cfg.eval
+    lengths = cfg.lengths[1:]
+    record = {"limit": L, "lengths": lengths, "n_examples": ev.window_examples, "near_needle": []}
+    model.set_distance_limit(L)
+    try:
+        for n in lengths:
+            lowest = (n - L + 2) / (n - 11)
+            rng = np.random.default_rng([seed, n])
+            depth = lowest + (1 - lowest) * rng.random(ev.window_examples)
+            task = tasks.retrieval(ev.window_examples, n + 1, depth=depth, seed=_task_seed(seed, "window") * 1009 + n,
+                                  n_needles=cfg.task_needles)
+            record["near_needle"].append(_round(evals.answer_accuracy(model, task)["accuracy"]))
+        rows = evals.depth_bin_grid(model, lengths, ev.depth_bins, ev.n_examples,
+                                    seed=_task_seed(seed, "single_needle"), n_needles=cfg.task_needles)
+        record["single_needle"] = _bin_record(rows, lengths, ev.depth_bins, ev.n_examples,
+                                              chance_levels(cfg)["single_needle"], ())
+        row = evals.perplexity_by_length(model, corpus.validation, [lengths[-1]], ev.tokens_per_length, past=L)[0]
+    finally:
+        model.set_distance_limit(None)
+    record["perplexity_past_L"], record["perplexity"] = _round(row["perplexity_past"]), _round(row["perplexity"])
+    return record
+
+
 def frequency_usage(model, corpus: Corpus, config="reduced") -> dict:
     r"""Mean norms of the queries' and keys' 2-D pairs, per layer and head (:func:`companion.lab.evals.pair_norms`).
 
@@ -531,6 +572,8 @@ def arm_record(arm: str, seed: int, config="reduced", corpus: Corpus | None = No
               "pair_norms": frequency_usage(model, corpus, cfg)}
     if arm in cfg.eval.window_arms:
         record["window"] = window_intervention(model, corpus, cfg, seed)
+    if arm in cfg.eval.limit_arms:
+        record["distance_limit"] = distance_limit_intervention(model, corpus, cfg, seed)
     if arm == "rope":
         record["extension"] = extension(model, corpus, cfg, seed, progress)
     return record

@@ -30,7 +30,9 @@ A RoPE model (``rope`` or ``irope``) can switch its frequencies after training w
 length of every input (emozilla 2023; Peng et al. 2024, section 3.3). Any model can
 be read with its keys limited to the last ``w`` positions
 (:meth:`TinyTransformer.set_key_window`), the intervention that tests whether far
-keys are what breaks it.
+keys are what breaks it; a RoPE model can also keep every key and read each distance
+of ``w`` or more as ``w - 1`` (:meth:`TinyTransformer.set_distance_limit`), which
+separates distances it never met from keys it never had to weigh.
 
 The model never names a device: it runs wherever ``.to(device)`` puts it, CPU or
 CUDA, and creates every tensor on the device of its input.
@@ -191,6 +193,13 @@ class TinyTransformer(nn.Module):
         ``None`` undoes it."""
         self.key_window = w
 
+    @contract
+    def set_distance_limit(self, w: Count | None) -> None:
+        """Keep every key, and read each distance of ``w`` or more as ``w - 1`` in every RoPE layer (ReRoPE's
+        rule); ``None`` undoes it. ``ValueError`` for a scheme other than ``rope`` and ``irope``
+        (:meth:`companion.lab.schemes.RotaryScheme.set_distance_limit`)."""
+        self.scheme.set_distance_limit(w)
+
     def set_rope_scaling(self, method: str = "none", s: float = 1.0, **options) -> dict:
         r"""Switch the RoPE frequencies to ``method`` of :data:`companion.scaling.METHODS`.
 
@@ -283,10 +292,13 @@ class _CausalSelfAttention(nn.Module):
         qkv = self.qkv(h).view(b, n, 3, self.n_heads, d // self.n_heads)     # (b, n, 3, heads, d_head)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)                                   # 3 x (b, heads, n, d_head)
         qk = (q, k) if need_qk else None
-        q, k = scheme.rotate(q, k, layer)
         if mask is not None:
             mask = mask & torch.ones(n, n, dtype=torch.bool, device=h.device).tril()
-        z, weights = scheme.attend(q, k, v, mask, bias, layer, need_weights)  # (b, heads, n, d_head)
+        if scheme.distance_limit is None:
+            q, k = scheme.rotate(q, k, layer)
+            z, weights = scheme.attend(q, k, v, mask, bias, layer, need_weights)  # (b, heads, n, d_head)
+        else:                                                                      # the distance-limit control
+            z, weights = scheme.attend_within_limit(q, k, v, mask, bias, layer, need_weights)
         z = z.transpose(1, 2).reshape(b, n, d)                                 # (b, n, d)
         return self.out(z), weights, qk
 

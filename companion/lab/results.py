@@ -44,10 +44,17 @@ def _seeds_of_the_run(self, seeds) -> None:
     if missing:
         raise ValueError(f"seeds must be seeds of this run ({self.seed_list()}), got {missing}")
 
-__all__ = ["STORED", "LabResults", "load_results", "per_seed", "spread", "Spread", "differences", "NOT_COMPUTED"]
+__all__ = ["STORED", "CONFIRMATION", "CONTROLS", "LabResults", "load_results", "load_confirmation", "per_seed",
+           "spread", "Spread", "differences", "NOT_COMPUTED"]
 
 #: The folder of the stored results inside the installed package.
 STORED = Path(__file__).resolve().parent / "stored"
+#: The folder of the confirmation run: the full model at fresh seeds, for the claims frozen after the
+#: held-out run (:data:`companion.lab.claims.SECOND_FREEZE`).
+CONFIRMATION = STORED / "confirmation"
+#: The folder of the distance-limit control run on the RoPE arms at the development seeds 0-4, from which the
+#: distance-limit claims were written (:data:`companion.lab.claims.SECOND_FREEZE`).
+CONTROLS = STORED / "controls"
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,11 @@ def load_results(folder=None) -> LabResults:
         if record["config"] != summary["config"] or record["code_fingerprint"] != summary["code_fingerprint"]:
             raise ValueError(f"{name}.json comes from another run than summary.json in {folder}")
     return LabResults(seeds=seeds, lr_sweep=lr_sweep, summary=summary, folder=folder)
+
+
+def load_confirmation() -> LabResults:
+    """Read the confirmation run (:data:`CONFIRMATION`, package data like the stored run)."""
+    return load_results(CONFIRMATION)
 
 
 def per_seed(results: LabResults, *path) -> list:

@@ -16,7 +16,7 @@ writes the files the book reads:
 
 - ``seed<k>.json``: every arm's record at seed ``k``, keyed by experiment
   (``train``, ``tuning``, ``extrapolation``, ``retrieval``, ``pair_norms``,
-  ``window``, ``extension``), with :func:`run_metadata` (the machine and the
+  ``window``, ``distance_limit``, ``extension``), with :func:`run_metadata` (the machine and the
   libraries, :mod:`companion.lab.provenance`);
 - ``lr_sweep.json``: the cells of the sweep;
 - ``summary.json``: the cost (wall time as the union of the jobs' running times,
@@ -53,8 +53,12 @@ from . import claims, experiments, fingerprint, provenance, results, stdlib_corp
 from .settings import LabConfig, get_config
 
 __all__ = ["jobs", "run_job", "job_fingerprint", "finished_jobs", "stage_results", "run_all", "assemble",
-           "record_claims_history", "record_code_change", "run_metadata", "code_hashes", "trace_config"]
+           "record_claims_history", "record_code_change", "run_metadata", "code_hashes", "trace_config",
+           "STORED_RUNS"]
 
+#: The configurations whose runs the package stores, and where: ``full`` in ``stored/``, ``confirmation``
+#: in ``stored/confirmation/``.
+STORED_RUNS = {"full": results.STORED, "confirmation": results.CONFIRMATION}
 #: Which sweep cells a run adds to its arm jobs.
 Sweep = Annotated[str, OneOf("rest", "all", "none")]
 #: A configuration as :func:`companion.lab.settings.get_config` reads it (which checks it): a name, a
@@ -63,10 +67,21 @@ ConfigLike = AnyValue
 
 
 def _out_dir_given(config, out_dir, seeds) -> None:
-    """Only the full configuration at its own seeds writes to the package's stored results."""
+    """Only the full and the confirmation configurations at their own seeds write to the package's stored results."""
     name = config if isinstance(config, str) else "custom"
-    if out_dir is None and (name != "full" or seeds is not None):
-        raise ValueError("out_dir must be given for a configuration other than 'full' or for other seeds")
+    if out_dir is None and (name not in STORED_RUNS or seeds is not None):
+        raise ValueError("out_dir must be given for a configuration other than 'full' and 'confirmation' or for "
+                         "other seeds")
+
+
+def _arms_of_the_configuration(config, arms) -> None:
+    """``arms`` (when given) names arms of the configuration, at least one."""
+    if arms is None:
+        return
+    known = list(get_config(config).arms)
+    unknown = [a for a in arms if a not in known]
+    if not list(arms) or unknown:
+        raise ValueError(f"arms must name arms of the configuration ({known}), got {list(arms)}")
 
 
 def _part_of_parts(part, parts) -> None:
@@ -176,7 +191,7 @@ def _seed_record(seed, cfg, records, meta) -> dict:
     """One seed's record (the stored ``seed<k>.json``) from its arm jobs."""
     arms = {a: records[("arm", seed, a)] for a in cfg.main_arms}
     record = {"experiment": "lab", "seed": seed, **meta}
-    for key in ("train", "tuning", "extrapolation", "retrieval", "pair_norms", "window"):
+    for key in ("train", "tuning", "extrapolation", "retrieval", "pair_norms", "window", "distance_limit"):
         record[key] = {a: r["result"][key] for a, r in arms.items() if key in r["result"]}
     record["extension"] = arms["rope"]["result"]["extension"] if "rope" in arms else None
     record["jobs"] = {a: {k: r[k] for k in ("seconds", "cpu_seconds", "peak_memory_mib")} for a, r in arms.items()}
@@ -198,14 +213,16 @@ def _sweep_cells(cfg, records, sweep) -> list:
 # A whole run
 # ---------------------------------------------------------------------------
 
-@contract(_out_dir_given, _part_of_parts)
+@contract(_out_dir_given, _part_of_parts, _arms_of_the_configuration)
 def run_all(config: ConfigLike = "reduced", out_dir: AnyValue = None, workers: Count = 2, stream: AnyValue = sys.stdout,
             part: AnyValue = None, parts: Count | None = None, seeds: AnyValue = None, sweep: Sweep = "rest",
-            only_seeds: AnyValue = None) -> dict:
+            only_seeds: AnyValue = None, arms: AnyValue = None) -> dict:
     """Run the jobs not yet done in ``out_dir``, then, once every job is done, :func:`assemble` the files.
 
-    ``out_dir=None`` means the package's stored results (:data:`companion.lab.results.STORED`)
-    and is allowed only for ``config="full"`` at its own seeds. ``part=i`` of
+    ``out_dir=None`` means the package's stored results (:data:`STORED_RUNS`: the full run in
+    :data:`companion.lab.results.STORED`, the confirmation run in
+    :data:`companion.lab.results.CONFIRMATION`) and is allowed only for those configurations
+    at their own seeds. ``arms`` trains only those arms of the configuration. ``part=i`` of
     ``parts=P`` runs every ``P``-th job from the ``i``-th in this process and
     leaves the assembling to :func:`assemble` (``--merge``). ``only_seeds`` runs
     only the jobs of those seeds now, the run staying the whole run: the stored run
@@ -215,8 +232,10 @@ def run_all(config: ConfigLike = "reduced", out_dir: AnyValue = None, workers: C
     """
     cfg = get_config(config)
     name = config if isinstance(config, str) else "custom"
+    if arms is not None:
+        cfg = cfg.with_changes(arms={a: cfg.arms[a] for a in cfg.arms if a in arms})
     if out_dir is None:
-        out_dir = results.STORED
+        out_dir = STORED_RUNS[name]
     out = Path(out_dir)
     folder = out / "jobs"
     folder.mkdir(parents=True, exist_ok=True)

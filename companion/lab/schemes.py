@@ -14,6 +14,11 @@ hook                called with                                              def
 ``attend``          ``q, k, v``, the mask, the bias, layer                   scaled dot-product attention
 ==================  =======================================================  =========================================
 
+A RoPE scheme also has ``attend_within_limit``, which the model calls instead of
+``rotate`` and ``attend`` while a *distance limit* is set
+(:meth:`RotaryScheme.set_distance_limit`, the control that keeps every key and reads
+each distance of ``limit`` or more as ``limit - 1``).
+
 So each scheme is written in one place, and each takes its position math from the
 companion module that defines it; nothing positional is re-implemented here:
 
@@ -74,6 +79,14 @@ class Scheme(nn.Module):
         self.n_heads, self.n_layers = config.n_heads, config.n_layers
         self.d_model, self.d_head = config.d_model, config.d_model // config.n_heads
         self.layer_kinds = [self.name] * self.n_layers
+        self.distance_limit: int | None = None
+
+    def set_distance_limit(self, limit: int | None) -> None:
+        """Only a RoPE scheme reads a distance it can be told to cap (:meth:`RotaryScheme.set_distance_limit`)."""
+        if limit is not None:
+            raise ValueError(f"a distance limit applies to the schemes {ROPE_SCHEMES} only, this model's scheme is "
+                             f"{type(self).__name__}")
+        self.distance_limit = None
 
     def embed(self, e: torch.Tensor) -> torch.Tensor:
         """The input of the first block from the token embeddings ``e`` ``(batch, n, d)``."""
@@ -254,6 +267,40 @@ class RotaryScheme(Scheme):
         if self.fraction is None:
             return freqs
         return PartialFrequencies(freqs.inv_freq * self._rotating(), freqs.attention_factor)
+
+    def set_distance_limit(self, limit: int | None) -> None:
+        r"""Read every distance of ``limit`` or more as ``limit - 1``; every key stays visible. ``None`` undoes it.
+
+        The rule of ReRoPE (Su 2023; :func:`companion.remap.rerope_distance` with window
+        ``limit - 1``): with ``limit = L`` a query meets no rotation it did not meet in
+        training, yet attends to as many keys as the input holds. The key window of
+        :meth:`companion.lab.models.TinyTransformer.set_key_window` removes the far keys
+        instead; the two controls together separate new distances from more keys.
+        """
+        self.distance_limit = limit
+
+    def attend_within_limit(self, q, k, v, mask, bias, layer, need_weights):
+        r"""Attention of unrotated ``q``, ``k`` with every distance of ``distance_limit`` or more read as ``limit - 1``.
+
+        Two score matrices, as in Su's ReRoPE: :math:`(R_m q_m)\cdot(R_n k_n)` where
+        :math:`m - n < \ell` and :math:`(R_{\ell - 1} q_m)\cdot(R_0 k_n)` elsewhere, the rotation of
+        a query at :math:`\ell - 1` and a key at 0 being that of any pair at distance :math:`\ell - 1`.
+        A position-free layer (iRoPE's) attends as usual.
+        """
+        if self.layer_kinds[layer] != "rope":
+            return self.attend(q, k, v, mask, bias, layer, need_weights)
+        n, limit = q.shape[-2], self.distance_limit
+        q_near, k_near = self.rotary(q, k)
+        q_far = self.rotary.rotate(q, torch.full((n,), limit - 1, device=q.device))
+        k_far = self.rotary.rotate(k, torch.zeros(n, dtype=torch.long, device=q.device))
+        i = torch.arange(n, device=q.device)
+        near = (i[:, None] - i[None, :]) < limit                                 # (n, n): distance below the limit
+        # s_mn = (R_m q_m).(R_n k_n) below the limit, (R_{limit-1} q_m).(R_0 k_n) at and beyond it
+        scores = torch.where(near, q_near @ k_near.transpose(-2, -1), q_far @ k_far.transpose(-2, -1))
+        scores = scores / math.sqrt(q.shape[-1])
+        allowed = torch.ones(n, n, dtype=torch.bool, device=q.device).tril() if mask is None else mask
+        weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+        return weights @ v, (weights if need_weights else None)
 
     def _trained_frequencies(self) -> np.ndarray:
         theta = rope.inv_freq(self.d_head, self.base)

@@ -15,8 +15,9 @@ The model of one arm is a :class:`ModelConfig`: the
 :class:`SharedModelConfig` of the run, its ``context_length``, and the arm's scheme
 and options (:meth:`Arm.model_options`).
 
-:data:`CONFIGS` holds ``full`` (the book's numbers) and ``reduced`` (the same
-pipeline at a tiny size, for continuous integration); :func:`get_config` returns
+:data:`CONFIGS` holds ``full`` (the book's numbers), ``confirmation`` (the full
+model at fresh seeds, for the claims frozen after the held-out run) and ``reduced``
+(the same pipeline at a tiny size, for continuous integration); :func:`get_config` returns
 either by name. Change a field with ``dataclasses.replace`` or
 :meth:`Section.with_changes`, which also reaches into the sections::
 
@@ -54,7 +55,7 @@ from .kinds import SeedList
 __all__ = [
     "Section", "SCHEMES", "ROPE_SCHEMES", "ModelConfig", "Arm", "SharedModelConfig", "TrainConfig", "EvalConfig",
     "ProbeConfig", "ExtensionConfig", "SweepConfig",
-    "LabConfig", "CONFIGS", "get_config", "arms_at",
+    "LabConfig", "CONFIGS", "CONFIRMATION_SEEDS", "get_config", "arms_at",
 ]
 
 
@@ -321,7 +322,10 @@ class EvalConfig(Section):
     all held-out text; ``attention_examples``: examples per bin for the attention
     shares at ``2L``; ``boundary_examples``: examples per start of the needle moved
     across a chunk boundary; ``window_arms`` and ``window_examples``: the arms and examples
-    of the masking intervention (keys further back than ``L`` hidden);
+    of the masking intervention (keys further back than ``L`` hidden); ``limit_arms``: the
+    RoPE arms read with every distance of ``L`` or more as ``L - 1`` (every key kept; none
+    in the full run, which was made before this control: its RoPE arms were rerun with it,
+    ``stored/controls``);
     ``norm_windows``: windows of held-out text for the RoPE pair norms.
     """
 
@@ -334,6 +338,7 @@ class EvalConfig(Section):
     boundary_examples: int = 20
     window_arms: tuple = ("rope", "p_rope", "sinusoidal", "t5", "nope")
     window_examples: int = 40
+    limit_arms: tuple = ()
     norm_windows: int = 32
 
 
@@ -460,14 +465,25 @@ def arms_at(L: int) -> dict:
     }
 
 
-#: ``full``: the book's numbers. ``reduced``: the same pipeline in about a minute, for CI.
+#: The seeds of the confirmation run: never trained, nor named anywhere, before it (10 to 19 were left alone
+#: because the book's example command names 17), as many as the power calculation of
+#: :mod:`companion.lab.claims` asks for the claims frozen for it (:data:`companion.lab.claims.SECOND_FREEZE`).
+CONFIRMATION_SEEDS = tuple(range(100, 109))
+
+#: ``full``: the book's numbers. ``confirmation``: the full model at the seeds of the confirmation
+#: run, every arm and experiment the claims frozen for it read, without the RoPE extension (its
+#: claims were confirmed on the held-out seeds) and without the sweep. ``reduced``: the same
+#: pipeline in about a minute, for CI.
 CONFIGS = {
     "full": LabConfig(arms=arms_at(64)),
+    "confirmation": LabConfig(seeds=CONFIRMATION_SEEDS, development_seeds=(), held_out_seeds=CONFIRMATION_SEEDS,
+                              arms=arms_at(64), extension=ExtensionConfig(methods=(), curve_steps=()),
+                              eval=EvalConfig(limit_arms=("rope", "p_rope")), sweep=SweepConfig(seeds=())),
     "reduced": LabConfig(
         seeds=(0, 1), development_seeds=(0,), held_out_seeds=(1,), arms=arms_at(32), context_length=32,
         train=TrainConfig(steps=60, batch_size=8, warmup=6, curve_every=30, curve_windows=2, curve_examples=4),
         eval=EvalConfig(depth_bins=3, n_examples=4, bootstrap=50, tokens_per_length=2048, attention_examples=2,
-                        boundary_examples=2, window_examples=4, norm_windows=2),
+                        boundary_examples=2, window_examples=4, limit_arms=("rope", "p_rope"), norm_windows=2),
         probes=ProbeConfig(multi_key_needles=2, multi_key_examples=6, variable_tracking_hops=1,
                            variable_tracking_examples=6, no_literal_examples=2),
         extension=ExtensionConfig(finetune_steps=6, curve_steps=(3, 6), tokens_per_length=1024, examples=2,

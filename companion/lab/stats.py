@@ -17,8 +17,19 @@ The lab has three sources of noise, and each gets its own instrument:
   (:func:`clearly_above`); :func:`wilson_interval` gives an interval that stays
   inside ``[0, 1]``.
 
+**How many seeds.** A claim about the mean over seeds can be undecided on a few seeds
+and decided on more. :func:`t_power` is the probability that a *t* interval from
+``n`` new seeds clears a margin when the development seeds' mean and standard
+deviation are the truth (the noncentral *t* distribution), and
+:func:`seeds_for_power` the smallest ``n`` that reaches a given power: the lab sizes
+its confirmation run with them. :func:`sd_interval` and :func:`sd_power` do the same
+for a standard deviation between seeds (the chi-squared distribution),
+:func:`wilson_power` for a share of runs, and :func:`prediction_interval` says where
+the next few seeds should fall, the range a threshold "on every seed" must leave.
+
 The distributions come from SciPy: the Student-*t* quantile (``scipy.stats.t``), the
-exact binomial test and Wilson's interval (``scipy.stats.binomtest``).
+noncentral *t* (``scipy.stats.nct``), the chi-squared distribution (``scipy.stats.chi2``),
+the exact binomial test and Wilson's interval (``scipy.stats.binomtest``).
 ``tests/test_lab_stats.py`` holds them to textbook values and to the formulas in the
 docstrings, computed exactly or with mpmath at 40 digits: the *t* quantile agrees to
 within about 1e-14 (relative) at every confidence level from 0.5 to ``1 - 1e-15`` and
@@ -69,7 +80,13 @@ def _counts_per_cluster(nll_by_cluster, tokens_by_cluster) -> None:
         raise ValueError("nll_by_cluster and tokens_by_cluster must be equal-length arrays with positive token counts")
 
 __all__ = ["Interval", "t_quantile", "mean_interval", "paired_difference", "sign_test", "binomial_se",
-           "difference_se", "clearly_above", "wilson_interval", "cluster_bootstrap"]
+           "difference_se", "clearly_above", "wilson_interval", "cluster_bootstrap", "prediction_interval",
+           "sd_interval", "t_power", "seeds_for_power", "sd_power", "wilson_power"]
+
+#: A number of values from which a standard deviation can be estimated: at least two.
+SampleSize = Annotated[int, Integer(2, why="a standard deviation needs two values")]
+#: A probability of deciding a claim, strictly between 0 and 1.
+Power = Annotated[float, Real(gt=0.0, lt=1.0, why="a probability of deciding")]
 
 
 @dataclass(frozen=True)
@@ -188,3 +205,95 @@ def cluster_bootstrap(nll_by_cluster: Values, tokens_by_cluster: Values, n_resam
     ppl = np.exp(nll[index].sum(axis=1) / np.maximum(count[index].sum(axis=1), 1))
     low, high = np.quantile(ppl, [(1 - level) / 2, (1 + level) / 2])
     return [float(low), float(high)]
+
+
+# --- where the next seeds fall, and how many seeds decide a claim ---------------------------
+
+
+def _two_values_at_least(values) -> None:
+    """A standard deviation needs two values."""
+    if values.size < 2:
+        raise ValueError(f"values must hold at least two numbers (one per seed), got {values.size}")
+
+
+@contract(_two_values_at_least)
+def prediction_interval(values: Values, level: ConfidenceLevel = 0.95, new: Count = 1) -> Interval:
+    r"""Where each of ``new`` further seeds should fall, all of them with probability ``level``.
+
+    For ``m`` values from a normal population with mean :math:`\bar x` and standard
+    deviation :math:`s`, one new value lies in
+    :math:`\bar x \pm t_{m-1}\, s \sqrt{1 + 1/m}` with probability ``level``; for
+    ``new`` values at once the level of each is raised to :math:`1 - (1 - \text{level})/\text{new}`
+    (Bonferroni). A claim "on every one of ``new`` seeds" whose threshold lies inside this
+    interval has a margin the development spread does not protect.
+    """
+    m = values.size
+    half = t_quantile(1 - (1 - level) / new, m - 1) * values.std(ddof=1) * math.sqrt(1 + 1 / m)
+    return Interval(float(values.mean()), float(values.mean() - half), float(values.mean() + half), int(m), level)
+
+
+@contract(_two_values_at_least)
+def sd_interval(values: Values, level: ConfidenceLevel = 0.95) -> Interval:
+    r"""The sample standard deviation :math:`s` of ``values`` with its chi-squared interval.
+
+    :math:`\bigl[s\sqrt{(m-1)/\chi^2_{(1+\text{level})/2}},\; s\sqrt{(m-1)/\chi^2_{(1-\text{level})/2}}\bigr]`
+    with :math:`m - 1` degrees of freedom, for values from a normal population.
+    """
+    m = values.size
+    sd = float(values.std(ddof=1))
+    upper_q, lower_q = scipy_stats.chi2.isf([(1 - level) / 2, (1 + level) / 2], m - 1)
+    return Interval(sd, sd * math.sqrt((m - 1) / upper_q), sd * math.sqrt((m - 1) / lower_q), int(m), level)
+
+
+@contract
+def t_power(effect: Share, sd: Positive, n: SampleSize, margin: Share = 0.0, level: ConfidenceLevel = 0.95) -> float:
+    r"""The probability that the ``level`` *t* interval of the mean of ``n`` values lies above ``margin``.
+
+    For values drawn from :math:`\mathcal N(\text{effect}, \text{sd}^2)`, the interval's
+    lower end :math:`\bar x - t_{n-1}\, s/\sqrt n` exceeds the margin when
+    :math:`T = (\bar x - \text{margin})\sqrt n / s > t_{n-1}`, and :math:`T` follows the
+    noncentral *t* distribution with :math:`n - 1` degrees of freedom and noncentrality
+    :math:`\delta = (\text{effect} - \text{margin})\sqrt n / \text{sd}` (``scipy.stats.nct``):
+    the power is :math:`P(T_{n-1,\delta} > t_{n-1})`. A claim that an interval lies *below*
+    a margin is the same with effect and margin negated.
+    """
+    noncentrality = (effect - margin) * math.sqrt(n) / sd
+    return float(scipy_stats.nct.sf(t_quantile(level, n - 1), n - 1, noncentrality))
+
+
+@contract
+def seeds_for_power(effect: Share, sd: Positive, power: Power = 0.8, margin: Share = 0.0,
+                    level: ConfidenceLevel = 0.95, most: SampleSize = 1000) -> int | None:
+    """The fewest seeds, from 2, whose *t* interval clears ``margin`` with probability ``power`` (:func:`t_power`).
+
+    ``None`` when no number up to ``most`` does (an effect at or below the margin never will).
+    """
+    if effect <= margin:
+        return None
+    for n in range(2, most + 1):
+        if t_power(effect, sd, n, margin, level) >= power:
+            return n
+    return None
+
+
+@contract
+def sd_power(sd: Positive, reference: Positive, n: SampleSize, level: ConfidenceLevel = 0.95) -> float:
+    r"""The probability that the lower end of :func:`sd_interval` from ``n`` values exceeds ``reference``.
+
+    With :math:`(n-1)s^2/\sigma^2 \sim \chi^2_{n-1}` for a true standard deviation
+    :math:`\sigma = \text{sd}`, the lower end :math:`s\sqrt{(n-1)/\chi^2_{(1+\text{level})/2}}`
+    exceeds the reference when :math:`\chi^2_{n-1} > \chi^2_{(1+\text{level})/2}\,
+    \text{reference}^2/\sigma^2`.
+    """
+    threshold = scipy_stats.chi2.isf((1 - level) / 2, n - 1) * (reference / sd) ** 2
+    return float(scipy_stats.chi2.sf(threshold, n - 1))
+
+
+@contract
+def wilson_power(p: Share, runs: Count, at_least: Share, level: Level = 0.95) -> float:
+    r"""The probability that :func:`wilson_interval`'s lower end reaches ``at_least`` for ``runs`` runs
+    that each succeed with probability ``p``: :math:`\sum_k \binom{N}{k} p^k (1-p)^{N-k}` over the
+    counts ``k`` whose interval's lower end is at least ``at_least`` (the runs independent)."""
+    counts = np.arange(runs + 1)
+    clears = np.array([wilson_interval(int(k), runs, level).low >= at_least for k in counts])
+    return float(scipy_stats.binom.pmf(counts[clears], runs, p).sum())

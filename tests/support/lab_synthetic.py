@@ -29,6 +29,8 @@ LATE_AT_2L = {"rope": 1.2, "p_rope": 1.9}
 NEEDLE = {"rope": [1.0, 0.3, 0.1, 0.02], "irope_chunk16": [1.0, 1.0, 0.98, 0.97],
           "irope_chunk64": [1.0, 0.9, 0.7, 0.6], "alibi": [1.0, 0.9, 0.6, 0.4], "learned": [1.0, None, None, None]}
 WINDOW_LEFT = {"rope": 0.02, "p_rope": 0.05, "t5": 0.08, "sinusoidal": 0.9, "nope": 0.9}
+LIMIT_LEFT = {"rope": 0.1, "p_rope": 0.9}      # the share of the late excess left with distances capped at L - 1
+LIMIT_NEEDLE = {"rope": 0.6, "p_rope": 0.7}    # single-needle accuracy at 8L with distances capped
 EXTENSION = {  # zero-shot (ppl at L, ppl at 4L, needle at 4L), fine-tuned ppl at 4L
     "none": (7.5, 15.0, 0.1, 8.5), "pi": (15.0, 16.0, 0.9, 9.0), "ntk": (7.8, 9.0, 0.2, 7.4),
     "dynamic_ntk": (7.5, 9.0, 0.2, 7.5), "yarn": (13.5, 14.0, 0.95, 7.9), "yarn_code": (8.6, 9.2, 1.0, 7.3)}
@@ -112,6 +114,13 @@ def _record(seed: int) -> dict:
             late = ex["perplexity_past_L"][-1]
             record["window"][arm] = {"perplexity_past_L": ref * (1 + (late / ref - 1) * WINDOW_LEFT[arm]),
                                      "near_needle": {"full": [0.5, 0.3, 0.1], "window": [1.0, 1.0, 1.0]}}
+        if arm in LIMIT_LEFT:
+            ex = record["extrapolation"][arm]
+            ref = math.exp(ex["nll_by_file"][0][0][1] / COUNT)
+            late = ex["perplexity_past_L"][-1]
+            record.setdefault("distance_limit", {})[arm] = {
+                "perplexity_past_L": ref * (1 + (late / ref - 1) * LIMIT_LEFT[arm]), "near_needle": [0.9, 0.8, 0.7],
+                "single_needle": {"by_length": [0.9, 0.8, LIMIT_NEEDLE[arm]]}}
         if arm in ("rope", "p_rope"):
             fast_slow = [3.0] * 4 + [1.0] * 4
             record["pair_norms"][arm] = {"query": [[fast_slow] * 2] * 2, "key": [[fast_slow] * 2] * 2}
@@ -170,8 +179,9 @@ BREAKS = {
                                       for a in ARMS],
     "rope_loses_far_needles": lambda r: _needle_8L(r, "rope", 0.9),
     "chunked_irope_keeps_needles": lambda r: _needle_8L(r, "irope_chunk16", 0.3),
-    "small_chunks_beat_whole_chunks": lambda r: r["retrieval"]["irope_chunk64"]["single_needle"]["straddle"].__setitem__(
-        "16", copy.deepcopy(r["retrieval"]["irope_chunk16"]["single_needle"]["straddle"]["16"])),
+    "small_chunks_beat_whole_chunks": lambda r: r["retrieval"]["irope_chunk64"]["single_needle"][
+        "straddle"].__setitem__("16", copy.deepcopy(
+            r["retrieval"]["irope_chunk16"]["single_needle"]["straddle"]["16"])),
     "no_arm_matches_keys": lambda r: r["retrieval"]["nope"]["multi_key"]["by_length"].__setitem__(1, 0.4),
     "no_arm_tracks_variables": lambda r: r["retrieval"]["nope"]["variable_tracking"]["by_length"].__setitem__(1, 0.7),
     "literal_key_not_needed": lambda r: [r["retrieval"][a].__setitem__("no_literal_match", {
@@ -180,8 +190,16 @@ BREAKS = {
         for a in ARMS],
     "chunk_boundary_breaks_irope64": lambda r: r["retrieval"]["irope_chunk64"]["boundary"].__setitem__(
         "correct", [19] * 11),
-    "no_consistent_u": lambda r: r["retrieval"]["rope"]["single_needle"]["correct"].__setitem__(-1, [40, 2, 0, 2, 40]),
+    "no_consistent_u": lambda r: r["retrieval"]["shaw"]["single_needle"]["correct"].__setitem__(-1, [40, 2, 0, 2, 40]),
     "alibi_recency": lambda r: r["retrieval"]["alibi"]["single_needle"]["correct"].__setitem__(-1, [16] * 5),
+    "p_rope_keeps_far_needles": lambda r: r["retrieval"]["p_rope"]["single_needle"]["by_length"].__setitem__(
+        -1, r["retrieval"]["rope"]["single_needle"]["by_length"][-1]),
+    "distance_limit_repairs_rope_text": lambda r: r["distance_limit"]["rope"].__setitem__(
+        "perplexity_past_L", r["extrapolation"]["rope"]["perplexity_past_L"][-1]),
+    "distance_limit_leaves_p_rope_broken": lambda r: r["distance_limit"]["p_rope"].__setitem__(
+        "perplexity_past_L", math.exp(r["extrapolation"]["p_rope"]["nll_by_file"][0][0][1] / COUNT)),
+    "distance_limit_finds_far_needles": lambda r: r["distance_limit"]["rope"]["single_needle"]["by_length"].__setitem__(
+        -1, r["retrieval"]["rope"]["single_needle"]["by_length"][-1]),
     "p_rope_breaks_earlier": lambda r: _set_late(r, "p_rope", 1.2, 1),
     "p_rope_costs_text_at_L": lambda r: r["extrapolation"]["p_rope"]["perplexity"].__setitem__(0, 7.0),
     "rope_uses_fast_pairs": _swap_pairs,
@@ -189,7 +207,8 @@ BREAKS = {
     "interpolation_costs_at_L": lambda r: _ext(r, "pi", "zero_shot", "perplexity_at_L", 7.6),
     "yarn_code_finds_needles_zero_shot": lambda r: _ext(r, "yarn_code", "zero_shot", "retrieval_at_target", 0.05),
     "fine_tuning_improves_every_method": lambda r: _ext(
-        r, "pi", "finetuned", "perplexity_at_target", r["extension"]["methods"]["pi"]["zero_shot"]["perplexity_at_target"]),
+        r, "pi", "finetuned", "perplexity_at_target",
+        r["extension"]["methods"]["pi"]["zero_shot"]["perplexity_at_target"]),
     "kept_fast_pairs_fine_tune_better_than_pi": lambda r: _ext(r, "pi", "finetuned", "perplexity_at_target", 7.0),
     "budget_ends_after_the_needle_forms": lambda r: [c["curve"].__setitem__("needle_at_L", [0.0] * 19 + [1.0])
                                                      for c in r["train"].values()],
@@ -204,6 +223,7 @@ def sweep(seeds=(0, 1)) -> dict:
             for seed in seeds:
                 cost = 1 + 0.02 * abs(math.log(lr / FULL.train.lr))
                 fails = arm == "alibi" and lr == max(FULL.sweep.lrs)     # a rate too high for one arm
-                cells.append({"arm": arm, "lr": lr, "seed": seed, "perplexity_at_L": 8.0 * cost,
+                text = 8.5 if arm == "p_rope" else 8.0                    # p-RoPE reads worse at every rate
+                cells.append({"arm": arm, "lr": lr, "seed": seed, "perplexity_at_L": text * cost,
                               "needle_at_L": 0.5 if fails else 1.0})
     return {"experiment": "lr_sweep", "cells": cells}
