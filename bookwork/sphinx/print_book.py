@@ -98,7 +98,7 @@ BODY_SIZE = 11
 #: that a table of many columns keeps its numbers on one line.
 CODE_OUTSET = 0.5
 #: A table with more characters of text than this may be taller than a page: it is set as a
-#: long table, which breaks across pages (the chapter map of the preface).
+#: long table, which breaks across pages (the chapter map of the preface; see _wide_tables).
 LONG_TABLE = 2000
 #: Code is DejaVu Sans Mono (a regular weight that prints dark, with every character the
 #: chapters print), scaled to FreeSerif's x-height; its characters are 0.602 em wide.
@@ -425,17 +425,44 @@ def _is_box(node: nodes.Node) -> bool:
 def _wide_tables(doctree: nodes.document) -> None:
     """A table in the text (not in a box) is CODE_OUTSET wider than the text on each side,
     so that a table of many columns keeps its numbers on one line in the book's measure;
-    a table with more text than a page holds (LONG_TABLE characters) is set as a long
-    table instead, at the text's width, which breaks across pages."""
+    a table of the front or back matter with more text than a page holds (LONG_TABLE
+    characters: the chapter map) is set as a long table instead, at the text's width,
+    which breaks across pages. (A chapter's tables of results stay tables that LaTeX
+    sizes to their contents, but for one of more than 30 rows, which Sphinx sets as a long
+    table: its columns are given widths so that they wrap.)"""
     for table in list(doctree.findall(nodes.table)):
         if _inside(table, _is_box):
             continue
-        if len(table.astext()) > LONG_TABLE:
-            table["classes"].append("longtable")
+        rows = sum(1 for body in table.findall(nodes.tbody) for _ in body.findall(nodes.row))
+        if rows > 30 or (len(table.astext()) > LONG_TABLE and not (_page(table) or "").startswith("lessons/")):
+            _long_table(table)
             continue
         table.parent.insert(table.parent.index(table), nodes.raw(
             "", f"\\begin{{adjustwidth}}{{-{CODE_OUTSET}in}}{{-{CODE_OUTSET}in}}\n", format="latex"))
         table.parent.insert(table.parent.index(table) + 1, nodes.raw("", "\\end{adjustwidth}\n", format="latex"))
+
+
+def _long_table(table: nodes.table) -> None:
+    """Set a table as a long table whose columns wrap: each column as wide as its longest
+    cell, counted up to 40 characters, and never narrower than three times its longest word, in
+    proportion (a long table's default columns do not wrap). A width the text gives
+    (``tabularcolumns``) is kept."""
+    table["classes"].append("longtable")
+    tgroup = next(iter(table.findall(nodes.tgroup)), None)
+    given = isinstance(table.previous_sibling(), addnodes.tabular_col_spec)
+    if tgroup is None or given:
+        return
+    specs = [child for child in tgroup.children if isinstance(child, nodes.colspec)]
+    widths = [1] * len(specs)
+    for row in tgroup.findall(nodes.row):
+        for i, entry in enumerate(child for child in row.children if isinstance(child, nodes.entry)):
+            if i < len(widths):
+                text = entry.astext()
+                longest_word = max((len(word) for word in text.split()), default=0)
+                widths[i] = max(widths[i], min(len(text), 40), 3 * longest_word + 6)
+    for spec, width in zip(specs, widths):
+        spec["colwidth"] = width
+    table["classes"].append("colwidths-given")
 
 
 def _code_blocks(doctree: nodes.document) -> None:
