@@ -137,3 +137,30 @@ def test_the_scripts_palette_is_the_packages():
     script = (Path(companion.figures.__file__).parent / "_common.js").read_text(encoding="utf-8")
     block = re.search(r"const PALETTE = \{(.*?)\};", script, re.S).group(1)
     assert dict(re.findall(r'(\w+): "(#[0-9A-Fa-f]{6})"', block)) == PALETTE
+
+
+@pytest.mark.parametrize("make", FIGURES, ids=lambda f: f.__name__)
+def test_the_fallback_is_vector_for_the_browser_and_for_print(make, tmp_path):
+    """The fallback output holds the drawing as SVG (a browser prints it, and shows it
+    without JavaScript) and its print version as a PDF with the width to print it at (the
+    book's LaTeX build picks it): text and lines as vectors, an image's pixels at 300 per
+    inch or more as printed."""
+    import base64
+    import shutil
+    import subprocess
+
+    from companion import plotting
+
+    data, metadata = make().fallback_bundle()
+    assert 'src="data:image/svg+xml;base64,' in data["text/html"] and "image/png" not in data["text/html"]
+    pdf = base64.b64decode(data["application/pdf"])
+    assert pdf.startswith(b"%PDF") and b"/Subtype /Type3" in pdf
+    width = float(metadata["application/pdf"]["width"].removesuffix("in"))
+    assert 3 < width <= plotting.PRINT_WIDTH
+    if shutil.which("pdfimages") is None:
+        pytest.skip("pdfimages (poppler) is not installed: the resolution of images is not checked")
+    (tmp_path / "print.pdf").write_bytes(pdf)
+    listing = subprocess.run(["pdfimages", "-list", str(tmp_path / "print.pdf")], capture_output=True, text=True,
+                             check=True).stdout.splitlines()[2:]
+    ppi = [min(float(line.split()[12]), float(line.split()[13])) for line in listing if line.strip()]
+    assert all(value >= 300 for value in ppi), ppi

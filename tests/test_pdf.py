@@ -17,6 +17,13 @@ alone at the foot of a page, a real title page and no release in the running hea
 solutions at the end of each chapter with a pointer under each exercise, the results
 listed by number and title, no stray near-empty page, and a sample of pages turned into
 images keeps its ink inside the margins.
+
+And it is set as a book: plots and interactive figures printed from their vector print
+versions, their text a little below the body's size and any pixels at 300 per inch; a
+measure of 65 to 90 characters; FreeSerif with STIX Two Math, code in DejaVu Sans Mono
+in colours that read on paper; empty pages empty; a titled preface; the API left to the
+website, an index of concepts; results as numbered tables; exercises on a live figure
+that say where it is live.
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ import shutil
 import subprocess
 import time
 import unicodedata
+import zlib
 from pathlib import Path
 
 import nbformat
@@ -124,8 +132,13 @@ def test_every_figure_is_printed(built_pdf):
         if "from companion.figures import" not in lesson_text(lesson):
             continue
         (chapter,) = [part for part in chapters if f"\\label{{\\detokenize{{lessons/{lesson.stem}::doc}}}}" in part]
-        fallbacks = re.findall(r"\\sphinxincludegraphics(?:\[[^\]]*\])?\{\{([0-9a-f]{16})\}\.png\}", chapter)
-        assert fallbacks, f"{lesson.name}: its interactive figure has no printed fallback image"
+        live = [body for body in re.findall(r"\\begin\{figure\}(.*?)\\end\{figure\}", chapter, re.S)
+                if re.search(r"fig-\d\d-(permutation-explorer|position-term|rope-rotation|alibi-heatmap|"
+                             r"context-extension)", body)]
+        assert live, f"{lesson.name}: its interactive figure is not printed as a figure"
+        for body in live:  # its print version, a vector PDF, at the width it was drawn for
+            assert re.search(r"\\sphinxincludegraphics\[width=[\d.]+in\]\{\{[0-9a-f]{64}\}\.pdf\}", body), \
+                f"{lesson.name}: an interactive figure prints without its print version"
 
 
 def test_fonts_have_every_character_and_math_is_typeset(built_pdf):
@@ -136,7 +149,11 @@ def test_fonts_have_every_character_and_math_is_typeset(built_pdf):
     for symbol in "★∎≈×→":
         if any(symbol in lesson_text(lesson) for lesson in LESSONS):
             assert symbol in text, f"{symbol} is in a chapter but not in the PDF"
-    source = re.findall(r".{60}\\(?:frac|mathsf|operatorname|theta)\b.{20}", text)
+    # in the LaTeX source, outside the code a chapter shows (whose strings may hold math for
+    # a table's Markdown), a backslash printed before a math command is math set as text
+    tex = re.sub(r"\\begin\{sphinxuseclass\}\{cell_input\}\s*\\begin\{sphinxVerbatim\}.*?\\end\{sphinxVerbatim\}", "",
+                 built_pdf["tex"], flags=re.S)
+    source = re.findall(r".{60}(?:\\textbackslash\{\}|\\PYGZbs\{\})(?:frac|mathsf|operatorname|theta)\b.{20}", tex)
     assert not source, f"math printed as LaTeX source: {source[:3]}"
 
 
@@ -169,7 +186,7 @@ def test_print_says_nothing_about_dragging_or_clicking(built_pdf):
     said = [caption[:100] for caption in captions if screen.search(caption)]
     assert said == [], said
     front = normal(built_pdf["text"]).split("Chapter 0.", 1)[0]
-    said = [m.group(0) for m in screen.finditer(front.replace(":class: dropdown", ""))]
+    said = [m.group(0) for m in screen.finditer(re.sub(r":class:\s+dropdown", "", front))]
     assert said == [], f"the front matter speaks of the screen: {said}"
 
 
@@ -298,6 +315,163 @@ def test_no_box_header_is_stranded_at_the_foot_of_a_page(built_pdf):
     for number, page in enumerate(page_texts(built_pdf["folder"] / PDF_NAME), start=1):
         lines = [line.strip() for line in page.splitlines() if line.strip()]
         body = lines[1:-1] if len(lines) > 2 else []  # without the running head and the folio
-        if body and BOX_TITLE.match(body[-1]) and ". . ." not in body[-1]:
+        # a line of text that happens to start with a result's name ends as a sentence does
+        if body and BOX_TITLE.match(body[-1]) and ". . ." not in body[-1] and body[-1][-1] not in ".,;?":
             stranded.append(f"page {number}: {body[-1][:80]}")
     assert stranded == [], stranded
+
+
+# --- print craft: figures, measure, type, page furniture, front and back matter -----------
+
+def test_print_images_are_vector_or_300_ppi(built_pdf):
+    """What prints as pixels (a heat map's cells inside a plot's vector PDF) has 300 pixels
+    per inch or more on the page: ``pdfimages -list`` gives each image's resolution as placed."""
+    if shutil.which("pdfimages") is None:
+        pytest.skip("pdfimages (poppler) is not installed")
+    listing = subprocess.run(["pdfimages", "-list", str(built_pdf["folder"] / PDF_NAME)], capture_output=True,
+                             text=True, check=True).stdout.splitlines()[2:]
+    soft = [line.split() for line in listing if line.strip()
+            and min(float(line.split()[12]), float(line.split()[13])) < 300]
+    assert soft == [], f"{len(soft)} images under 300 ppi (page, width, height, ppi): " \
+                       f"{[(row[0], row[3], row[4], row[12]) for row in soft[:6]]}"
+
+
+def _figure_files(tex: str) -> list[tuple[str, float]]:
+    """Each plot's PDF the LaTeX source includes, with the width it is printed at (inches)."""
+    return [(name, float(width)) for width, name in
+            re.findall(r"\\sphinxincludegraphics\[width=([\d.]+)in\]\{\{([0-9a-f]{64})\}\.pdf\}", tex)]
+
+
+def _text_sizes(path: Path) -> list[float]:
+    """The size of every run of text a PDF sets (the operand of each ``Tf`` in its content
+    streams), in the PDF's points: a word box of a Type 3 font is its font's whole box,
+    not the text's size."""
+    sizes = []
+    for stream in re.findall(rb"stream\r?\n(.*?)endstream", path.read_bytes(), re.S):
+        try:
+            content = zlib.decompress(stream)
+        except zlib.error:  # an image's or a font's stream, or one not compressed
+            continue
+        sizes += [float(size) for size in re.findall(rb"/F\d+ ([\d.]+) Tf", content)]
+    return sizes
+
+
+def test_figure_text_prints_a_little_below_the_body(built_pdf):
+    """In every plot printed at the width its output gives, the text measures 7 to 10 points
+    (the body is 11): the median size its runs of text are set in, in the plot's PDF,
+    scaled as printed."""
+    from statistics import median
+
+    figures = _figure_files(built_pdf["tex"])
+    assert len(figures) > 40, len(figures)
+    sizes = {}
+    for name, printed in figures:
+        path = built_pdf["folder"] / f"{name}.pdf"
+        info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+        drawn = float(re.search(r"Page size:\s+([\d.]+) x", info).group(1)) / 72
+        runs = _text_sizes(path)
+        if runs:
+            sizes[name[:12]] = median(runs) * printed / drawn
+    assert len(sizes) > 40
+    off = {name: round(size, 1) for name, size in sizes.items() if not 7 <= size <= 10}
+    assert off == {}, f"plots whose text prints outside 7-10 pt: {off}"
+
+
+def test_the_measure_is_a_books(built_pdf):
+    """A full line of body text holds about 65 to 90 characters: the median of the long
+    prose lines (justified, so full) of the chapters' pages."""
+    from statistics import median
+
+    pages = page_texts(built_pdf["folder"] / PDF_NAME)
+    text = "\n".join(pages[len(pages) // 8: len(pages) // 2])
+    prose = [line.strip() for line in subprocess.run(
+        ["pdftotext", "-f", str(len(pages) // 8), "-l", str(len(pages) // 2), "-enc", "UTF-8",
+         str(built_pdf["folder"] / PDF_NAME), "-"], capture_output=True, text=True, check=True).stdout.splitlines()]
+    full = [line for line in prose if len(line) >= 50 and line.count(" ") >= 7 and not line.startswith(("#", ">>>"))
+            and not re.search(r"[=(){}\[\]]{2}|\bdef\b|\bimport\b", line)]
+    assert len(full) > 500 and text
+    assert 65 <= median(len(line) for line in full) <= 90, median(len(line) for line in full)
+
+
+def test_text_and_math_fonts_match_and_code_prints_dark(built_pdf):
+    """FreeSerif (a Times design) with STIX Two Math (drawn to match Times) and code in
+    DejaVu Sans Mono; neither Latin Modern Math beside it nor thin FreeMono."""
+    fonts = subprocess.run(["pdffonts", str(built_pdf["folder"] / PDF_NAME)], capture_output=True, text=True,
+                           check=True).stdout
+    assert "STIXTwoMath" in fonts and "DejaVuSansMono" in fonts and "FreeSerif" in fonts
+    assert "LatinModernMath" not in fonts and "FreeMono" not in fonts
+    style = (built_pdf["folder"] / "sphinxhighlight.sty").read_text()
+    pale = []
+    for token, rgb in re.findall(r"\\@namedef\{PYG@tok@(\w+)\}.*?\\textcolor\[rgb\]\{([\d.,]+)\}", style):
+        red, green, blue = (float(v) for v in rgb.split(","))
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (red, green, blue)]
+        luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+        if (0.93 + 0.05) / (luminance + 0.05) < 4.5 and token not in ("w", "err"):  # on the code's light grey
+            pale.append(token)
+    assert pale == [], f"syntax colours under 4.5:1 on the code background: {pale}"
+
+
+def test_empty_pages_are_empty_and_the_preface_is_titled(built_pdf):
+    """A page left empty before a chapter carries no running head or folio; the preface has
+    its title and its own running head, and "Contents" heads only the contents."""
+    pages = page_texts(built_pdf["folder"] / PDF_NAME)
+    furnished = [number for number, page in enumerate(pages, start=1)
+                 if 0 < len([line for line in page.splitlines() if line.strip()]) <= 2
+                 and re.search(r"^\s*\d+\s*$", page, re.MULTILINE)]
+    assert furnished == [], f"pages with only a running head or a folio: {furnished}"
+    preface = next(number for number, page in enumerate(pages) if re.search(r"^\s*Preface\s*$", page, re.M))
+    assert "Chapter map" in "".join(pages[preface:preface + 6])
+    contents_pages = [number for number, page in enumerate(pages) if re.search(r"\bCONTENTS\b|^\s*Contents\s*$",
+                                                                               page, re.M)]
+    assert all(number < preface for number in contents_pages), contents_pages
+
+
+def test_the_api_is_left_to_the_website_and_the_index_is_of_concepts(built_pdf):
+    """No validator signature is printed; the API appendix is the table of modules and a
+    pointer; the index lists the book's concepts (YaRN, NTK-aware scaling, ...) with pages
+    in the chapters, in the text's type, and few code names."""
+    text = normal(built_pdf["text"])
+    assert "Annotated[" not in text and "WholeNumbers(" not in text
+    pages = page_texts(built_pdf["folder"] / PDF_NAME)
+    start = next(n for n, page in enumerate(pages) if "help(companion.rope)" in page)
+    glossary = next(n for n in range(start, len(pages)) if re.search(r"^\s*Glossary\s*$", pages[n], re.M))
+    assert glossary - start <= 8, f"the API appendix takes {glossary - start} pages"
+    index = next(n for n in range(glossary, len(pages)) if re.search(r"^\s*Index\s*$", pages[n], re.M))
+    entries = " ".join(pages[index:]).replace("\u00ad", "")
+    for concept in ("YaRN", "NTK-aware", "ALiBi", "Rotary position embedding", "KV cache"):
+        assert re.search(re.escape(concept) + r"[^\n]*?\d", entries, re.I), concept
+    # the index has two columns: an entry is a cell of a line split at wide gaps
+    cells = [cell.strip() for line in entries.splitlines() for cell in re.split(r"\s{3,}", line)]
+    lines = [cell for cell in cells if re.search(r",\s\d+", cell)]
+    code = [line for line in lines if "companion." in line or "()" in line]
+    assert len(lines) > 60 and len(code) <= len(lines) // 20, (len(lines), code[:5])
+    assert r"\spxentry" not in built_pdf["tex"] or "\\def\\sphinxstyleindexentry#1{#1}" in built_pdf["tex"]
+
+
+def test_results_are_numbered_tables_and_the_pdf_has_a_title(built_pdf):
+    text = normal(built_pdf["text"])
+    numbers = re.findall(r"Table (\d+)\.(\d+): ", text)
+    assert ("10", "1") in numbers and ("2", "1") in numbers, numbers[:8]
+    info = subprocess.run(["pdfinfo", str(built_pdf["folder"] / PDF_NAME)], capture_output=True, text=True,
+                          check=True).stdout
+    assert re.search(r"^Title:\s+Positions in Transformers", info, re.M)
+    assert re.search(r"^Author:\s+\S", info, re.M)
+
+
+#: The interactive figures' labels; an exercise built on one must say where it is live.
+LIVE_FIGURES = re.compile(r"fig-\d\d-(permutation-explorer|position-term|rope-rotation|alibi-heatmap|"
+                          r"context-extension)|chapter-\d\d-try-it")
+
+
+def test_exercises_on_a_live_figure_work_on_paper_or_say_where():
+    """Every exercise built on an interactive figure can be done on paper or says where
+    the figure is live (the website and the notebook); none asks the reader to drag or
+    switch something on the page without saying so."""
+    exercises = []
+    for lesson in LESSONS:
+        exercises += re.findall(r"```\{exercise\}[^\n]*\n:label: (\S+)\n(.*?)\n```", lesson_text(lesson), re.S)
+    reading = re.compile(r"\b(drag|move|switch|choose|look at|note|read|step|try)\b", re.I)
+    on_figures = [(label, body) for label, body in exercises if LIVE_FIGURES.search(body) and reading.search(body)]
+    assert len(on_figures) >= 5, [label for label, _ in on_figures]
+    unsaid = [label for label, body in on_figures if not re.search(r"website", body) or "notebook" not in body]
+    assert unsaid == [], f"exercises on a live figure that do not say where it is live: {unsaid}"

@@ -749,3 +749,101 @@ def test_a_wide_table_on_a_phone_shows_that_it_scrolls(browser, site_server):
         assert problems["console"] == []
     finally:
         page.context.close()
+
+
+def test_a_square_root_leaves_no_gap_after_its_radicand(browser, site_server):
+    """The browser sizes <msqrt> for the widest radical sign of the math font; book.js
+    closes the gap, so what follows a root starts where the radicand ends (√d_k then ")")."""
+    page, problems = open_offline(browser, site_server, "book/glossary.html")
+    try:
+        page.evaluate("document.fonts.ready")
+        page.wait_for_function("[...document.querySelectorAll('.bd-article msqrt')].every(r => r.dataset.gapClosed)")
+        gaps = page.evaluate("""() => [...document.querySelectorAll('.bd-article msqrt')].map((root) => {
+            const next = root.nextElementSibling;
+            if (!next) return null;
+            const end = root.lastElementChild.getBoundingClientRect().right;
+            return (next.getBoundingClientRect().left - end) / parseFloat(getComputedStyle(root).fontSize);
+        }).filter((gap) => gap !== null)""")
+        assert gaps and max(gaps) < 0.12, gaps
+        assert problems["console"] == []
+    finally:
+        page.context.close()
+
+
+def test_results_are_numbered_tables_with_numbers_right_aligned(built_site):
+    """A captioned companion.tables.Table is a numbered table of its chapter ("Table 10.1"),
+    its caption above it; its numeric columns are right-aligned."""
+    html_text = (built_site / "lessons" / "10_what_your_model_runs.html").read_text(encoding="utf-8")
+    table = html_text.split('id="tab-10-configurations"', 1)[1].split("</table>", 1)[0]
+    assert re.search(r'<caption><span class="caption-number">Table 10\.1 </span>', table)
+    header = re.findall(r'<th class="head text-(\w+)"><p>([^<]*)', table)
+    aligned = dict((name, side) for side, name in header)
+    assert aligned["model"] == "left" and aligned["base"] == "right" and aligned["context"] == "right", aligned
+    numbers = [int(k) for c, k in re.findall(r'<span class="caption-number">Table (\d+)\.(\d+) ', html_text)]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 2
+    assert "companion.tables:" not in html_text, "the table's marker comment reached the page"
+
+
+def test_the_site_offers_the_reader_edition_from_every_page(built_site):
+    """Every page's download menu offers the whole reader's edition (a zip the site serves);
+    a chapter's offers its own notebook from the edition, not the lesson's source."""
+    from bookwork.sphinx.editions import EDITION_ZIP
+
+    assert (built_site / "notebooks" / EDITION_ZIP).is_file()
+    for page_path in html_pages(built_site):
+        html_text = (built_site / page_path).read_text(encoding="utf-8")
+        if "dropdown-download-buttons" not in html_text:
+            continue
+        assert EDITION_ZIP in html_text, page_path
+        if page_path.startswith("lessons/"):
+            stem = Path(page_path).stem
+            assert f'href="../notebooks/{stem}.ipynb"' in html_text, page_path
+            assert (built_site / "notebooks" / f"{stem}.ipynb").is_file()
+            assert f"_sources/lessons/{stem}.ipynb" not in html_text, page_path
+
+
+def test_phone_tables_have_no_sliver_and_the_theme_button_always_changes(browser, site_server):
+    """On a phone the tables of modules (the API overview, the preface) are lists, with no
+    column squeezed under 90 px; the theme button shows the other theme at every press, and
+    in the dark theme the static plots are drawn dark too."""
+    page, problems = open_offline(browser, site_server, "book/api.html", viewport=reader.PHONE)
+    try:
+        page.wait_for_load_state("load")
+        widths = page.evaluate("""() => [...document.querySelectorAll('.bd-article table tbody tr:first-child td')]
+            .filter((td) => !td.closest('.companion-figure')).map((td) => td.getBoundingClientRect().width)""")
+        assert widths and min(widths) >= 90, widths
+        assert reader.horizontal_overflow(page) <= 0
+    finally:
+        page.context.close()
+    page, problems = open_offline(browser, site_server, "lessons/03_rope.html")
+    try:
+        switch = page.locator(".theme-switch-button:visible").first
+        themes = []
+        for _ in range(3):
+            switch.click()
+            themes.append(page.evaluate("document.documentElement.dataset.theme"))
+        assert themes == ["dark", "light", "dark"], themes
+        plot = page.locator(".bd-article .cell_output img[src$='.svg']").first
+        assert "invert" in plot.evaluate("img => getComputedStyle(img).filter")
+        assert problems["console"] == []
+    finally:
+        page.context.close()
+
+
+def test_the_search_field_shows_the_whole_query(browser, site_server):
+    """The magnifier inside the search field does not cover the first letter of the query."""
+    page, problems = open_offline(browser, site_server, "lessons/03_rope.html", viewport=reader.PHONE)
+    try:
+        page.locator(".search-button__button:visible").first.click()
+        field = page.locator(".search-button__search-container input[type=search]")
+        field.wait_for(state="visible")
+        field.fill("YaRN")
+        icon_right, text_left = page.evaluate("""() => {
+            const form = document.querySelector('.search-button__search-container form');
+            const input = form.querySelector('input');
+            const icon = form.querySelector('i, svg');
+            return [icon.getBoundingClientRect().right,
+                    input.getBoundingClientRect().left + parseFloat(getComputedStyle(input).paddingLeft)]; }""")
+        assert text_left >= icon_right + 2, (icon_right, text_left)
+    finally:
+        page.context.close()

@@ -1,9 +1,12 @@
-"""The book's other editions, as the site links them: the reader's edition and the PDF.
+"""The book's other editions, as the site offers them: the reader's edition and the PDF.
 
 The reader's edition: the chapters as plain notebooks in ``notebooks/`` (written by
 :mod:`bookwork.edition`), which is what Colab and Binder can show. The Colab and
 Binder launch buttons of a chapter's page open that notebook instead of the lesson,
-whose MyST markup those front ends would show as raw text.
+whose MyST markup those front ends would show as raw text. The site serves the edition
+itself (``notebooks/`` at its root, and all of it as one zip file): a chapter's download
+menu offers its notebook (in place of the lesson's source, which holds the book's markup
+and the assignments' markers), and every page's menu offers the whole edition.
 
 The PDF (``make pdf``, the LaTeX build: :mod:`bookwork.sphinx.print_book`): when it has
 been built (``_build/latex/<name>.pdf``), the HTML build copies it into the site and
@@ -12,6 +15,7 @@ adds it to every page's download menu, whose entry that prints the page says so.
 from __future__ import annotations
 
 import shutil
+import zipfile
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -23,6 +27,8 @@ LOGGER = logging.getLogger(__name__)
 EDITION = "notebooks"
 #: The PDF's file name, in ``_build/latex`` and at the root of the site.
 PDF_NAME = "positions-in-transformers.pdf"
+#: The whole reader's edition as one file, in the site's ``notebooks/``.
+EDITION_ZIP = "positions-in-transformers-notebooks.zip"
 
 
 def _built_pdf(app: Sphinx) -> Path:
@@ -51,6 +57,7 @@ def _launch_edition(app: Sphinx, pagename: str, templatename: str, context: dict
                     button["text"] = "Print this page"
                     button["tooltip"] = "Print this page, or save it as a PDF"
                     button["icon"] = "fas fa-print"
+            _edition_entries(app, pagename, context, group)
         if group.get("label") == "download-buttons" and getattr(app.env, "editions_pdf", False):
             group["buttons"].append({
                 "type": "link",
@@ -62,6 +69,26 @@ def _launch_edition(app: Sphinx, pagename: str, templatename: str, context: dict
             })
 
 
+def _edition_entries(app: Sphinx, pagename: str, context: dict, group: dict) -> None:
+    """A chapter's notebook is its reader's edition; every page offers the whole edition."""
+    stem = pagename.split("/", 1)[1] if pagename.startswith("lessons/") else None
+    if stem is not None and (Path(app.srcdir) / EDITION / f"{stem}.ipynb").exists():
+        for button in group["buttons"]:
+            if button.get("label") == "download-source-button" and str(button.get("url", "")).endswith(".ipynb"):
+                button["url"] = context["pathto"](f"{EDITION}/{stem}.ipynb", 1)
+                button["text"] = "Notebook (.ipynb)"
+                button["tooltip"] = "Download this chapter as a notebook (the reader's edition)"
+    if (Path(app.srcdir) / EDITION).is_dir():
+        group["buttons"].append({
+            "type": "link",
+            "text": "All notebooks (.zip)",
+            "tooltip": "Download every chapter as a notebook (the reader's edition)",
+            "icon": "fas fa-file-zipper",
+            "url": context["pathto"](f"{EDITION}/{EDITION_ZIP}", 1),
+            "label": "download-edition-button",
+        })
+
+
 def _note_pdf(app: Sphinx, env, added, changed, removed) -> list[str]:
     """Rewrite every page of the site when the PDF has appeared or gone since its last build."""
     if app.builder.format != "html":
@@ -71,13 +98,26 @@ def _note_pdf(app: Sphinx, env, added, changed, removed) -> list[str]:
     return sorted(env.found_docs) if had is not None and had != env.editions_pdf else []
 
 
-def _copy_pdf(app: Sphinx, exception) -> None:
-    if exception is None and app.builder.format == "html" and getattr(app.env, "editions_pdf", False):
+def _copy_editions(app: Sphinx, exception) -> None:
+    """Into the site: the PDF, when built, and the reader's edition, its files and a zip of them."""
+    if exception is not None or app.builder.format != "html":
+        return
+    if getattr(app.env, "editions_pdf", False):
         shutil.copy2(_built_pdf(app), Path(app.outdir) / PDF_NAME)
+    source = Path(app.srcdir) / EDITION
+    if not source.is_dir():
+        return
+    target = Path(app.outdir) / EDITION
+    target.mkdir(exist_ok=True)
+    files = sorted(p for p in source.iterdir() if p.is_file() and p.suffix in (".ipynb", ".md", ".txt"))
+    with zipfile.ZipFile(target / EDITION_ZIP, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in files:
+            shutil.copy2(path, target / path.name)
+            archive.write(path, f"{EDITION}/{path.name}")
 
 
 def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", _note_pdf)
     app.connect("html-page-context", _launch_edition, priority=502)  # after the theme's buttons
-    app.connect("build-finished", _copy_pdf)
+    app.connect("build-finished", _copy_editions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -3,15 +3,23 @@
 What a page of the site does is not what a printed page should do. For the LaTeX
 build this extension
 
+- sets the page as a book's: 11-point text on a measure of about 80 characters
+  (:data:`companion.plotting.PRINT_WIDTH`, the width the plots are drawn for), FreeSerif
+  with a matching math font (STIX Two Math, the site's, converted from its web font when
+  the PDF is built), code in DejaVu Sans Mono scaled to the text's x-height with
+  high-contrast colours, each block of code in the largest size (at most 9 points)
+  that holds its longest line in the text's width; running heads with the
+  chapter and the section, the page number in the foot, and nothing on the empty
+  left-hand page before a chapter;
 - sets a title page and its reverse (title, subtitle, authors; version, licence and
-  repository on the back) instead of Sphinx's page with "Release 0.2.0", and running
-  heads without a release;
+  repository on the back) instead of Sphinx's page with "Release 0.2.0", the title and
+  authors in the PDF's document information, and a titled preface;
 - prints a proof as textbooks do: "*Proof.*" and the argument, no box (sphinx-proof
   draws every proof as a box whose title bar is empty);
 - keeps a box's header with its first lines at a page break, lets a figure float only
   where it fills most of a page, sets tables a size below the text with no column too
   narrow for its header, long code names in a table's cells breakable after an
-  underscore or a dot, and code in the size that fits a line of 88 characters;
+  underscore or a dot;
 - moves every solution to the end of its chapter, under "Solutions", and puts a line
   under each exercise saying on which page its solution is, so that a reader can try
   first; the solution's title links back to the exercise, and a reference to an
@@ -20,12 +28,19 @@ build this extension
   pages ("Corollary 1.1 (The dot product cannot tell before from after) ... 43"), in
   place of sphinx-proof's index of internal labels;
 - leaves out the pages that only make sense on screen: the collection of interactive
-  figures (each is printed in its chapter) and the references page, whose list LaTeX
-  prints at the end of the book anyway ("References");
-- prefers SVG plots (converted to PDF by ``sphinxcontrib.rsvgconverter``) and drops the
-  live view of each interactive figure, whose printed form is its static fallback: the
-  PNG that every figure embeds in an HTML block (``companion.figures._base``), which is
-  turned into an image here;
+  figures (each is printed in its chapter), the references page, whose list LaTeX
+  prints at the end of the book anyway ("References"), and the reference page of each
+  module of ``companion``: the API appendix keeps the table of the modules and says
+  where the reference is (the website, and ``help()``); a name in the text that links
+  to such a page is printed as code;
+- builds an index of the book's concepts: each term of the glossary, and each
+  definition by its title, pointing to the page of each chapter that first uses it (and
+  to the section named after it), in the text's type;
+- prints the plots and the interactive figures in their print versions: every plot's
+  output carries a vector PDF drawn for the printed measure (``companion.plotting``),
+  and every interactive figure's fallback its drawing as a vector PDF
+  (``companion.figures``), which myst-nb's LaTeX priorities pick; the live view of each
+  interactive figure is dropped;
 - defines the math macros of ``mathjax3_config`` for LaTeX too, so that the site and
   the PDF typeset the same formulas;
 - numbers the chapters as the book does (chapter 0 to 9, the front matter unnumbered,
@@ -37,42 +52,88 @@ The site is not changed; it links the PDF once built (:mod:`bookwork.sphinx.edit
 """
 from __future__ import annotations
 
-import base64
 import datetime
-import hashlib
-import html
-import os
 import re
 from pathlib import Path
 from string import Template
 
 from docutils import nodes
+from pygments.styles.vs import VisualStudioStyle
+from pygments.token import Keyword, Name
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
+
+from bookwork.sphinx.offline.vendor_files import MATH_FONT_SOURCE
+from companion.plotting import PRINT_WIDTH
 
 LOGGER = logging.getLogger(__name__)
 LATEX_FILES = Path(__file__).resolve().parent / "latex"
 
 #: Pages left out of the PDF (see the module docstring).
 SCREEN_ONLY_PAGES = ("book/figures", "book/references")
+#: The reference pages of the modules, left to the website (the API overview stays).
+API_PAGES = "book/api/"
 #: Lines a box needs on the page it starts on; otherwise it starts on the next one.
-BOX_NEEDS = 6
+BOX_NEEDS = 9
 
 #: myst-nb picks one output per mime bundle by these priorities (lower wins). For the
-#: LaTeX build, an SVG plot becomes a PDF image, and a widget's view (which only a
-#: browser can draw) wins over its text form, so that neither is printed.
+#: LaTeX build a plot's or an interactive figure's print version (``application/pdf``,
+#: priority 10 by default) wins; an SVG plot without one becomes a PDF image; a
+#: widget's view (which only a browser can draw) wins over its text form, so that neither
+#: is printed.
 LATEX_MIME_PRIORITIES = [
     ("latex", "application/vnd.jupyter.widget-view+json", 5),
     ("latex", "image/svg+xml", 15),
 ]
 
-FALLBACK_IMAGE = re.compile(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"[^>]*>')
-ALT = re.compile(r'alt="([^"]*)"')
-
-
 #: A lesson's own numbering in a title, "3. " or "3.1 ", which LaTeX prints itself.
 NUMBERED_TITLE = re.compile(r"^\d+\.(\d+)?\s+")
+
+#: The page: letter paper, the text block PRINT_WIDTH wide in the middle (inches).
+PAPER_WIDTH = 8.5
+#: The body's size in points (the plots' print versions set their text a little below it).
+BODY_SIZE = 11
+#: A table in the text stands out this far past the text block on each side (inches), so
+#: that a table of many columns keeps its numbers on one line.
+CODE_OUTSET = 0.5
+#: A table with more characters of text than this may be taller than a page: it is set as a
+#: long table, which breaks across pages (the chapter map of the preface; see _wide_tables).
+LONG_TABLE = 2000
+#: Code is DejaVu Sans Mono (a regular weight that prints dark, with every character the
+#: chapters print), scaled to FreeSerif's x-height; its characters are 0.602 em wide.
+CODE_SCALE = 0.85
+CODE_ADVANCE = 0.602
+#: The size of code (points, before CODE_SCALE), and the smallest a long line may ask for.
+CODE_SIZE = 9.0
+CODE_SMALLEST = 6.0
+#: The frame of a code block and the padding of a box take this much of the width (pt).
+CODE_FRAME = 14.0
+BOX_PADDING = 30.0
+#: A list indents its items this far (points): LaTeX's first-level indent, 2.5 em.
+LIST_INDENT = 28.0
+#: Syntax colours that read on paper: Pygments' "vs" (black text, keywords in blue,
+#: strings in dark red, comments in green), each at 4.5:1 or more on the code's background
+#: (:class:`PrintStyle`).
+PRINT_PYGMENTS = "bookwork.sphinx.print_book.PrintStyle"
+#: The math font: the site's STIX Two Math, an OpenType file for XeLaTeX.
+MATH_FONT_FILE = "book-math.otf"
+
+class PrintStyle(VisualStudioStyle):
+    """Pygments' "vs" for paper: its teal for type and class names (#2b91af, 3.4:1 on the
+    code's light grey) darkened to 5.6:1; the other colours already read."""
+
+    styles = {**VisualStudioStyle.styles, Keyword.Type: "#1c6a86", Name.Class: "#1c6a86"}
+
+
+FONTS = r"""
+\setmainfont{FreeSerif}[Extension=.otf, UprightFont=*, ItalicFont=*Italic, BoldFont=*Bold,
+  BoldItalicFont=*BoldItalic]
+\setsansfont{FreeSans}[Extension=.otf, UprightFont=*, ItalicFont=*Oblique, BoldFont=*Bold,
+  BoldItalicFont=*BoldOblique]
+% code: a regular weight that prints dark; no hyphen is ever added to a name
+\setmonofont{DejaVu Sans Mono}[Scale=${scale}, HyphenChar=None]
+"""
 
 PREAMBLE = r"""
 % --- bookwork/sphinx/print_book.py ------------------------------------------------
@@ -80,6 +141,9 @@ PREAMBLE = r"""
 \usepackage{etoolbox}
 % links to a file at a commit are long and have no spaces: they break after any character
 \usepackage{xurl}
+% math in the site's font, STIX Two Math, drawn to match the Times design of FreeSerif
+\IfFileExists{${math_font}}{\setmathfont{${math_font}}}{}
+\hypersetup{pdftitle={${title}}, pdfauthor={${author}}}
 % a box (definition, theorem, exercise, solution) starts where its header and first
 % lines fit, never with its header alone at the foot of a page
 \BeforeBeginEnvironment{sphinxadmonition}{\needspace{${box}\baselineskip}}
@@ -96,19 +160,53 @@ PREAMBLE = r"""
 \let\bookattablestart\sphinxattablestart
 \renewcommand{\sphinxattablestart}{\bookattablestart\small}
 % figures, tables and equations numbered within the chapter, chapter 0 included (Sphinx
-% leaves out a chapter number of 0: "Figure 2" for the second figure of chapter 0)
+% leaves out a chapter number of 0: "Figure 2" for the second figure of chapter 0); in
+% the front matter, whose chapters are not numbered, by a number alone
+\makeatletter
+\newcommand{\bookinchapter}[1]{\ifnum\c@secnumdepth<\z@\arabic{#1}\else\thechapter.\arabic{#1}\fi}
+\makeatother
 \AtBeginDocument{%
-  \renewcommand{\thefigure}{\thechapter.\arabic{figure}}%
-  \renewcommand{\thetable}{\thechapter.\arabic{table}}%
+  \renewcommand{\thefigure}{\bookinchapter{figure}}%
+  \renewcommand{\thetable}{\bookinchapter{table}}%
   \renewcommand{\theliteralblock}{\thechapter.\arabic{literalblock}}%
   \renewcommand{\theequation}{\thechapter.\arabic{equation}}}
 % the list of references at the end is "References", and a link to the references
 % page of the site (left out here) leads to it
 \addto\captionsenglish{\renewcommand{\bibname}{References}}
 \apptocmd{\thebibliography}{\phantomsection\label{\detokenize{book/references::doc}}}{}{}
-% running heads: the book's title, no release
 \makeatletter
+% running heads: the chapter on a left-hand page, the section on a right-hand one; the
+% page number in the foot; no release
 \AtBeginDocument{\renewcommand{\py@release}{}\let\sphinxheadercomma\empty}
+\fancypagestyle{normal}{%
+  \fancyhf{}%
+  \fancyhead[LE]{{\py@HeaderFamily\small\nouppercase{\leftmark}}}%
+  \fancyhead[RO]{{\py@HeaderFamily\small\nouppercase{\rightmark}}}%
+  \fancyfoot[LE,RO]{{\py@HeaderFamily\small\thepage}}%
+  \renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}}
+\fancypagestyle{plain}{%
+  \fancyhf{}\fancyfoot[LE,RO]{{\py@HeaderFamily\small\thepage}}%
+  \renewcommand{\headrulewidth}{0pt}\renewcommand{\footrulewidth}{0pt}}
+% the left-hand page left empty before a chapter or a part carries nothing
+\renewcommand{\cleardoublepage}{\clearpage\if@twoside\ifodd\c@page\else
+  \hbox{}\thispagestyle{empty}\newpage\fi\fi}
+% code cells as wide as the text, inputs and outputs aligned (the class indents them);
+% the size of each block is set just before it (a verbatim block wraps its lines at the
+% text's width even where adjustwidth widens its frame)
+\renewenvironment{sphinxVerbatimInput}
+  {\colorlet{VerbatimBorderColor}{CodeBlockInputBorderColor}%
+   \colorlet{VerbatimColor}{CodeBlockInputColor}}
+  {}
+\renewenvironment{sphinxVerbatimOutput}
+  {\colorlet{VerbatimBorderColor}{CodeBlockOutputBorderColor}%
+   \colorlet{VerbatimColor}{CodeBlockOutputColor}}
+  {}
+% a code block split by a page break says nothing: its frame is open at the break
+\renewcommand{\literalblockcontinuedname}{}
+\renewcommand{\literalblockcontinuesname}{}
+% the index: entries in the text's type (Sphinx sets them in typewriter), ragged right
+\def\sphinxstyleindexentry#1{#1}
+\AtBeginEnvironment{sphinxtheindex}{\raggedright}
 \makeatother
 """
 
@@ -135,6 +233,25 @@ Text \copyright{} ${year} ${author}, licensed under CC BY 4.0. Code under the MI
 \clearpage
 """
 
+#: The preface: the book's opening page (its title is the book's, which the title page
+#: already prints), titled and headed as a chapter of the front matter.
+PREFACE = r"""
+\sphinxtableofcontents
+\chapter*{Preface}
+\addcontentsline{toc}{chapter}{Preface}
+\markboth{Preface}{Preface}
+"""
+
+#: The API appendix's pointer to the reference, which the PDF leaves to the website.
+API_POINTER = (
+    "The reference of each module, every function and class with its parameters, what "
+    "each parameter accepts and what it returns, is generated from the docstrings and is "
+    "not printed here: it is on the book's website, one page per module under "
+    "\u201cThe companion package\u201d, and in Python, where help(companion.rope) shows "
+    "the same text. The table lists every module with the first paragraph of its "
+    "docstring."
+)
+
 
 def _latex_escape(text: str) -> str:
     return re.sub(r"([&%$#_{}])", r"\\\1", text)
@@ -154,17 +271,28 @@ def _macros(config) -> str:
 def _settings(app: Sphinx, config) -> None:
     """The LaTeX builder's settings (the other builders do not read them)."""
     config.nb_mime_priority_overrides = list(config.nb_mime_priority_overrides) + LATEX_MIME_PRIORITIES
-    config.latex_use_xindy = False  # makeindex: a book without an index of terms needs no xindy
+    config.latex_use_xindy = False  # makeindex: the index of concepts needs no xindy
     config.latex_domain_indices = False  # sphinx-proof's index of labels; see _results_list
     config.latex_additional_files = list(config.latex_additional_files) + [str(LATEX_FILES / "bbm.sty")]
     version = config.release or config.version
-    elements = dict(config.latex_elements or {})
-    elements["preamble"] = (elements.get("preamble", "") + "\n" + _macros(config)
-                            + Template(PREAMBLE).substitute(box=BOX_NEEDS))
-    # code and output in the size that holds a line of 88 characters in the text width
-    elements["fvset"] = r"\fvset{fontsize=\footnotesize}"
     overrides = getattr(config, "latex_doc_overrides", None) or {}
     title = overrides.get("title") or config.html_title or config.project
+    elements = dict(config.latex_elements or {})
+    elements["pointsize"] = f"{BODY_SIZE}pt"
+    margin = (PAPER_WIDTH - PRINT_WIDTH) / 2
+    elements["sphinxsetup"] = ", ".join(filter(None, [elements.get("sphinxsetup", ""),
+                                                      f"hmargin={{{margin:g}in,{margin:g}in}}",
+                                                      "vmargin={1in,1.1in}"]))
+    elements["fontpkg"] = Template(FONTS).substitute(scale=CODE_SCALE)
+    # the chapter's number as a numeral, its title as written (Sphinx's default spells
+    # the number out and sets the title in capitals)
+    elements["fncychap"] = r"\usepackage[Sonny]{fncychap}"
+    elements["preamble"] = (elements.get("preamble", "") + "\n" + _macros(config)
+                            + Template(PREAMBLE).substitute(box=BOX_NEEDS,
+                                                            math_font=MATH_FONT_FILE, title=_latex_escape(title),
+                                                            author=_latex_escape(config.author)))
+    elements["fvset"] = rf"\fvset{{fontsize={_code_size(CODE_SIZE)}}}"
+    elements["tableofcontents"] = PREFACE
     today = datetime.date.today()
     elements["maketitle"] = Template(TITLE_PAGE).substitute({
         "title": _latex_escape(title),
@@ -176,6 +304,27 @@ def _settings(app: Sphinx, config) -> None:
         "url": (config.html_theme_options or {}).get("repository_url", ""),
     })
     config.latex_elements = elements
+
+
+def _code_size(points: float) -> str:
+    return rf"\fontsize{{{points:.1f}}}{{{1.2 * points:.1f}}}\selectfont"
+
+
+def _print_settings(app: Sphinx) -> None:
+    """For the LaTeX builder: syntax colours for paper, and the math font as OpenType."""
+    if app.builder.name != "latex":
+        return
+    app.config.pygments_style = PRINT_PYGMENTS
+    source = Path(app.confdir) / "node_modules" / MATH_FONT_SOURCE
+    if not source.is_file():
+        LOGGER.warning(f"{source} is missing (npm ci): the PDF's math is set in Latin Modern Math")
+        return
+    from fontTools.ttLib import TTFont
+
+    font = TTFont(source)
+    font.flavor = None  # WOFF to plain OpenType, which XeLaTeX reads
+    Path(app.outdir).mkdir(parents=True, exist_ok=True)
+    font.save(Path(app.outdir) / MATH_FONT_FILE)
 
 
 def _repair_parents(doctree: nodes.document) -> None:
@@ -200,9 +349,140 @@ def _page(node) -> str | None:
 
 
 def _leave_out_screen_pages(doctree: nodes.document) -> None:
+    """Drop the pages that only make sense on screen and the modules' reference pages;
+    a link into a module's page keeps its text (the name, as code) without the link."""
+    api = set()
     for page in list(doctree.findall(addnodes.start_of_file)):
-        if page["docname"] in SCREEN_ONLY_PAGES:
+        if page["docname"] in SCREEN_ONLY_PAGES or page["docname"].startswith(API_PAGES):
             page.parent.remove(page)
+            if page["docname"].startswith(API_PAGES):
+                api.add(page["docname"])
+    for reference in list(doctree.findall(nodes.reference)):
+        uri = reference.get("refuri", "")
+        if uri.startswith("%") and uri[1:].split("#", 1)[0] in api:
+            reference.replace_self(reference.children)
+
+
+def _api_pointer(doctree: nodes.document) -> None:
+    """The API appendix says where the modules' reference is, in place of the sentence
+    that sends the reader to each module's page."""
+    page = next((p for p in doctree.findall(addnodes.start_of_file) if p["docname"] == API_PAGES.rstrip("/")), None)
+    if page is None:
+        return
+    pointer = nodes.paragraph("", API_POINTER)
+    sends = next((p for p in page.findall(nodes.paragraph) if p.astext().startswith("Each module has its own page")),
+                 None)
+    if sends is not None:
+        sends.replace_self(pointer)
+    else:
+        table = next(iter(page.findall(nodes.table)), None)
+        if table is not None:
+            table.parent.insert(table.parent.index(table), pointer)
+
+
+def _latex_text(node: nodes.Node) -> str:
+    """A heading's text as LaTeX: words escaped, code in typewriter."""
+    if isinstance(node, nodes.Text):
+        return _latex_escape(str(node)).replace("~", r"\textasciitilde{}")
+    inner = "".join(_latex_text(child) for child in node.children)
+    return rf"\texttt{{{inner}}}" if isinstance(node, nodes.literal) else inner
+
+
+def _preface_headings(doctree: nodes.document) -> None:
+    """The preface's headings as headings (Jupyter Book's LaTeX sets the first page's
+    sections as bold lines, which a page break can strand at the foot of a page)."""
+    for header in list(doctree.findall(lambda n: n.__class__.__name__ == "RootHeader")):
+        command = r"\section*" if header.get("level", 2) <= 2 else r"\subsection*"
+        header.replace_self(nodes.raw("", f"\n\\needspace{{{BOX_NEEDS}\\baselineskip}}{command}"
+                                          f"{{{_latex_text(header)}}}\n", format="latex"))
+
+
+def _inside(node: nodes.Node, test) -> bool:
+    node = node.parent
+    while node is not None:
+        if test(node):
+            return True
+        node = node.parent
+    return False
+
+
+def _count_inside(node: nodes.Node, test) -> int:
+    """How many of the node's ancestors pass ``test``."""
+    count, node = 0, node.parent
+    while node is not None:
+        count += bool(test(node))
+        node = node.parent
+    return count
+
+
+def _is_box(node: nodes.Node) -> bool:
+    """A box: an admonition, an exercise, a solution, a definition or result, a table."""
+    kind = node.__class__
+    return isinstance(node, (nodes.Admonition, nodes.table, nodes.sidebar, nodes.topic)) or (
+        kind.__module__.startswith(("sphinx_exercise", "sphinx_proof")) and kind.__name__.endswith("node"))
+
+
+def _wide_tables(doctree: nodes.document) -> None:
+    """A table in the text (not in a box) is CODE_OUTSET wider than the text on each side,
+    so that a table of many columns keeps its numbers on one line in the book's measure;
+    a table of the front or back matter with more text than a page holds (LONG_TABLE
+    characters: the chapter map) is set as a long table instead, at the text's width,
+    which breaks across pages. (A chapter's tables of results stay tables that LaTeX
+    sizes to their contents, but for one of more than 30 rows, which Sphinx sets as a long
+    table: its columns are given widths so that they wrap.)"""
+    for table in list(doctree.findall(nodes.table)):
+        if _inside(table, _is_box):
+            continue
+        rows = sum(1 for body in table.findall(nodes.tbody) for _ in body.findall(nodes.row))
+        if rows > 30 or (len(table.astext()) > LONG_TABLE and not (_page(table) or "").startswith("lessons/")):
+            _long_table(table)
+            continue
+        table.parent.insert(table.parent.index(table), nodes.raw(
+            "", f"\\begin{{adjustwidth}}{{-{CODE_OUTSET}in}}{{-{CODE_OUTSET}in}}\n", format="latex"))
+        table.parent.insert(table.parent.index(table) + 1, nodes.raw("", "\\end{adjustwidth}\n", format="latex"))
+
+
+def _long_table(table: nodes.table) -> None:
+    """Set a table as a long table whose columns wrap: each column as wide as its longest
+    cell, counted up to 40 characters, and never narrower than three times its longest word, in
+    proportion (a long table's default columns do not wrap). A width the text gives
+    (``tabularcolumns``) is kept."""
+    table["classes"].append("longtable")
+    tgroup = next(iter(table.findall(nodes.tgroup)), None)
+    given = isinstance(table.previous_sibling(), addnodes.tabular_col_spec)
+    if tgroup is None or given:
+        return
+    specs = [child for child in tgroup.children if isinstance(child, nodes.colspec)]
+    widths = [1] * len(specs)
+    for row in tgroup.findall(nodes.row):
+        for i, entry in enumerate(child for child in row.children if isinstance(child, nodes.entry)):
+            if i < len(widths):
+                text = entry.astext()
+                longest_word = max((len(word) for word in text.split()), default=0)
+                widths[i] = max(widths[i], min(len(text), 40), 3 * longest_word + 6)
+    for spec, width in zip(specs, widths):
+        spec["colwidth"] = width
+    table["classes"].append("colwidths-given")
+
+
+def _code_blocks(doctree: nodes.document) -> None:
+    """Each block of code in the largest size, at most CODE_SIZE points, that holds its
+    longest line in the width it has: the text's, less the padding of each box and the
+    indent of each list it is in."""
+    inch = 72.27
+    for block in list(doctree.findall(nodes.literal_block)):
+        longest = max((len(line.expandtabs()) for line in block.astext().split("\n")), default=0)
+        width = PRINT_WIDTH * inch - CODE_FRAME
+        width -= BOX_PADDING * _count_inside(block, _is_box)
+        width -= LIST_INDENT * _count_inside(block, lambda n: isinstance(n, nodes.list_item))
+        size = CODE_SIZE if longest == 0 else min(CODE_SIZE, width / (longest * CODE_ADVANCE * CODE_SCALE))
+        size = max(int(size * 10) / 10, CODE_SMALLEST)
+        if size != CODE_SIZE:
+            block.parent.insert(block.parent.index(block),
+                                nodes.raw("", f"\\fvset{{fontsize={_code_size(size)}}}\n", format="latex"))
+            after = block.parent.index(block) + 1
+            block.parent.insert(after, nodes.raw("", f"\\fvset{{fontsize={_code_size(CODE_SIZE)}}}\n",
+                                                 format="latex"))
 
 
 def _plain_proofs(doctree: nodes.document) -> None:
@@ -280,7 +560,7 @@ def _results_list(app: Sphinx, doctree: nodes.document) -> None:
         kind = node.get("realtype", "").title()
         title = node.get("title", "").strip()
         text = _latex_escape(f"{kind} {'.'.join(map(str, number))} {title}".strip())
-        text = re.sub(r"\\\$(.*?)\\\$", lambda m: "$" + m.group(1).replace("\\_", "_") + "$", text)
+        text = re.sub(r"\\\$(.*?)\\\$", lambda m: "$" + re.sub(r"\\([_{}])", r"\1", m.group(1)) + "$", text)
         lines.append(f"\\item[] \\hyperref[{docname}:{label}]{{{text}}}\\dotfill\\pageref*{{{docname}:{label}}}")
     if not lines:
         return
@@ -312,37 +592,75 @@ def _breakable_names_in_tables(doctree: nodes.document) -> None:
             literal.extend(pieces)
 
 
-def _print_fallbacks(app: Sphinx, doctree: nodes.document) -> None:
-    """Give each interactive figure's fallback block an image the LaTeX builder can use.
+#: A term named in at least this share of the chapters is indexed only where a section or a
+#: definition is about it.
+UBIQUITOUS = 0.75
 
-    The fallback is an HTML output (the site shows it in print); next to it in the same
-    mime bundle goes an ``image/png`` alternative holding the same picture (the figure's
-    Markdown caption follows it). The HTML builder still picks the HTML (it ranks first
-    there).
-    """
-    folder = Path(app.outdir).parent / "jupyter_execute" / "print_fallbacks"
+
+def _term_pattern(name: str) -> re.Pattern:
+    """A term as a whole word or phrase; case matters when the name is spelled in mixed case
+    (RoPE, YaRN, ALiBi), not for a name that is capitalised only as a sentence starts."""
+    flags = re.IGNORECASE if name[1:] == name[1:].lower() else 0
+    return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", flags)
+
+
+def _index_at(paragraph: nodes.paragraph, name: str, main: bool = False) -> None:
+    paragraph.insert(0, addnodes.index(entries=[("single", name, "", "main" if main else "", None)]))
+
+
+def _concept_index(doctree: nodes.document) -> None:
+    """The index of concepts: each glossary term at the first paragraph of each chapter
+    that names it, and at the sections whose titles name it; each definition by its title.
+    A term that nearly every chapter uses throughout (attention, a key) is indexed only
+    where a section or a definition is about it."""
+    from sphinx_proof.nodes import NODE_TYPES
+
+    names = list(dict.fromkeys(term.astext().strip() for glossary in doctree.findall(addnodes.glossary)
+                               for term in glossary.findall(nodes.term)))
+    patterns = {name: _term_pattern(name) for name in names if name}
+    kinds = tuple(NODE_TYPES.values())
+    chapters = [page for page in doctree.findall(addnodes.start_of_file) if page["docname"].startswith("lessons/")]
+    texts = [page.astext() for page in chapters]
+    everywhere = {name for name, pattern in patterns.items()
+                  if sum(bool(pattern.search(text)) for text in texts) >= UBIQUITOUS * len(texts)}
+    for page in chapters:
+        for section in page.findall(nodes.section):
+            title = section.next_node(nodes.title)
+            first = next(iter(section.findall(nodes.paragraph)), None)
+            if title is None or first is None:
+                continue
+            for name, pattern in patterns.items():
+                if pattern.search(title.astext()):
+                    _index_at(first, name, main=True)
+        named = set(everywhere)
+        for paragraph in list(page.findall(nodes.paragraph)):
+            if _inside(paragraph, lambda n: isinstance(n, (nodes.caption, nodes.table, nodes.title))):
+                continue
+            text = paragraph.astext()
+            for name, pattern in patterns.items():
+                if name not in named and pattern.search(text):
+                    _index_at(paragraph, name)
+                    named.add(name)
+        for result in page.findall(lambda n: isinstance(n, kinds)):
+            title = result.get("title", "").strip()
+            if title.startswith("(") and title.endswith(")"):  # sphinx-proof keeps the title's parentheses
+                title = title[1:-1].strip()
+            first = next(iter(result.findall(nodes.paragraph)), None)
+            if result.get("realtype") == "definition" and title and "$" not in title and first is not None:
+                _index_at(first, title, main=True)
+
+
+def _check_print_versions(doctree: nodes.document) -> None:
+    """Every interactive figure's fallback carries its print version (companion.figures)."""
     for raw in list(doctree.findall(nodes.raw)):
         if "companion-fallback" not in raw.astext():
             continue
-        container = raw.parent
-        bundle = container.parent if container is not None else None
+        bundle = raw.parent.parent if raw.parent is not None else None
         if bundle is None or bundle.get("nb_element") != "mime_bundle":
             continue
-        match = FALLBACK_IMAGE.search(raw.astext())
-        if not match:
-            LOGGER.warning("an interactive figure's fallback has no PNG image", location=raw)
-            continue
-        alt = ALT.search(match.group(0))
-        png = base64.b64decode(match.group(1))
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{hashlib.sha256(png).hexdigest()[:16]}.png"
-        if not path.exists():
-            path.write_bytes(png)
-        uri = "/" + Path(os.path.relpath(path, app.srcdir)).as_posix()  # as myst-nb writes them
-        image = nodes.image(uri=uri, alt=html.unescape(alt.group(1)) if alt else "")
-        alternative = nodes.container(nb_element="mime_type", mime_type="image/png")
-        alternative += image  # the Markdown caption under the figure says what it shows
-        bundle += alternative
+        if not any(child.get("mime_type") == "application/pdf" for child in bundle.children):
+            LOGGER.warning("an interactive figure's fallback has no print version (application/pdf): "
+                           "run its chapter again", location=raw)
 
 
 def _chapter_numbers(app: Sphinx, doctree: nodes.document, docname: str) -> None:
@@ -375,16 +693,22 @@ def _print_book(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         return
     _repair_parents(doctree)
     _leave_out_screen_pages(doctree)
+    _api_pointer(doctree)
+    _preface_headings(doctree)
     _plain_proofs(doctree)
     _solutions_at_chapter_ends(app, doctree)
     _results_list(app, doctree)
     _breakable_names_in_tables(doctree)
+    _wide_tables(doctree)
+    _code_blocks(doctree)
+    _concept_index(doctree)
+    _check_print_versions(doctree)
 
 
 def setup(app: Sphinx) -> dict:
     app.setup_extension("sphinxcontrib.rsvgconverter")
     app.connect("config-inited", _settings, priority=950)
-    app.connect("doctree-read", _print_fallbacks, priority=400)  # before the image collector
+    app.connect("builder-inited", _print_settings)
     # the book's pages first, then the chapters numbered and the appendices marked
     app.connect("doctree-resolved", _print_book, priority=400)
     app.connect("doctree-resolved", _chapter_numbers)

@@ -10,6 +10,11 @@ writes under the figure, so the widget's own caption (``caption`` plus
 ``instructions``) is kept for screen readers only; in print and without JavaScript
 the fallback shows ``caption``, which says what the figure shows and nothing about
 dragging or pressing.
+
+The fallback is one output with two forms: HTML holding the drawing as SVG (what a
+browser prints, and shows without JavaScript) and the print version of the same drawing
+as a vector PDF (:func:`companion.plotting.print_version`), which the book's LaTeX build
+prints at the width given in the output's metadata.
 """
 from __future__ import annotations
 
@@ -65,22 +70,35 @@ class Figure(anywidget.AnyWidget):
         """A :class:`matplotlib.figure.Figure` of the current state (the print fallback)."""
         raise NotImplementedError
 
-    def fallback_html(self) -> str:
-        """The fallback block: hidden on screen, shown in print and without JavaScript."""
+    def fallback_html(self, fig=None) -> str:
+        """The fallback block: hidden on screen, shown in print and without JavaScript.
+
+        ``fig`` is the drawing (:meth:`static_figure`, drawn here when not given), as SVG."""
         buffer = io.BytesIO()
-        fig = self.static_figure()
-        fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-        png = base64.b64encode(buffer.getvalue()).decode("ascii")
+        fig = self.static_figure() if fig is None else fig
+        fig.savefig(buffer, format="svg", bbox_inches="tight")
+        svg = base64.b64encode(buffer.getvalue()).decode("ascii")
         return (
             f'<div class="companion-fallback" data-fallback-for="{self.figure_name()}">{FALLBACK_CSS}'
-            f'<img src="data:image/png;base64,{png}" alt="{html.escape(self.description)}" style="max-width:100%">'
+            f'<img src="data:image/svg+xml;base64,{svg}" alt="{html.escape(self.description)}" style="max-width:100%">'
             f"<p><em>{html.escape(self.caption)}</em></p></div>"
         )
 
+    def fallback_bundle(self) -> tuple[dict, dict]:
+        """The fallback as one output: its HTML (:meth:`fallback_html`) and its print
+        version (``application/pdf``) with the width to print it at, from one drawing."""
+        from ..plotting import print_version
+
+        fig = self.static_figure()
+        pdf, width = print_version(fig)
+        data = {"text/html": self.fallback_html(fig), "application/pdf": base64.b64encode(pdf).decode("ascii")}
+        return data, {"application/pdf": {"width": f"{width:.3f}in"}}
+
     def _ipython_display_(self, **kwargs):
-        from IPython.display import HTML, display
+        from IPython.display import display
 
         bundle = self._repr_mimebundle_(**kwargs)  # anywidget gives (data, metadata)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         display(data, metadata=metadata, raw=True)
-        display(HTML(self.fallback_html()))
+        fallback, fallback_metadata = self.fallback_bundle()
+        display(fallback, metadata=fallback_metadata, raw=True)

@@ -123,7 +123,7 @@ class PositionTerm(Figure):
 
         i = self.distances.index(self.k)
         m = np.arange(self.m_max + 1)
-        fig = MplFigure(figsize=(6.0, 3.4))
+        fig = MplFigure(figsize=(6.0, 3.6), layout="constrained")
         ax = fig.add_subplot()
         ax.plot(m, self.identity[i], color=PALETTE["blue"], linestyle="--", linewidth=2, label="M = I")
         ax.plot(m, self.mixed[i], color=PALETTE["orange"], linewidth=1.6,
@@ -134,7 +134,7 @@ class PositionTerm(Figure):
         ax.set_xlabel("position m (tokens)")
         ax.set_ylabel("PE(m)ᵀ M PE(m+k) / (d/2)")
         ax.set_title(f"distance k = {self.k}, d = {self.d}")
-        ax.legend(loc="lower right", fontsize=8)
+        fig.legend(loc="outside lower center", ncol=2)
         return fig
 
 

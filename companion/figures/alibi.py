@@ -92,7 +92,7 @@ class AlibiHeatmap(Figure):
         from matplotlib.figure import Figure as MplFigure
 
         data = np.array(self.weights[self.head] if self.view == "weights" else self.scores[self.head], dtype=float)
-        fig = MplFigure(figsize=(4.2, 3.6))
+        fig = MplFigure(figsize=(4.2, 3.6), layout="constrained")
         ax = fig.add_subplot()
         image = ax.imshow(np.ma.masked_invalid(data), cmap="viridis")
         ax.set_xlabel("key position j")

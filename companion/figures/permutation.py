@@ -73,7 +73,7 @@ class PermutationExplorer(Figure):
 
         order = self.orders[self.order_index]
         result = self.results["causal" if self.causal else "none"][self.order_index]
-        fig = MplFigure(figsize=(7.5, 2.6))
+        fig = MplFigure(figsize=(7.5, 2.8), layout="constrained")
         left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, self.d + 1]})
         left.imshow(result["weights"], cmap="Blues", vmin=0, vmax=1)
         outputs = np.array(result["outputs"])
@@ -83,9 +83,10 @@ class PermutationExplorer(Figure):
             ax.set_yticks(range(3), order)
             ax.set_title(title)
         left.set_xticks(range(3), order)
-        right.set_xticks(range(self.d), [f"dim {j}" for j in range(self.d)])
+        right.set_xticks(range(self.d))
+        right.set_xlabel("dimension of the output row")
         for i, same in enumerate(result["same_as_original"]):
-            right.text(self.d - 0.4, i, "same" if same else "differs", va="center", fontsize=8)
+            right.text(self.d - 0.4, i, "same" if same else "differs", va="center")
         fig.suptitle(f"order {' '.join(order)}, {'with' if self.causal else 'without'} the causal mask")
         return fig
 

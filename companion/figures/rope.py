@@ -180,7 +180,7 @@ class RopeRotation(Figure):
 
         q, k, theta = np.array(self.q), np.array(self.k), self.theta
         q_rot, k_rot = rope.rotate(q, self.m, [theta]), rope.rotate(k, self.n, [theta])
-        fig = MplFigure(figsize=(8.4, 3.8))
+        fig = MplFigure(figsize=(6.4, 3.2), layout="constrained")
         left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.25]})
         t = np.linspace(0, 2 * np.pi, 200)
         left.plot(np.cos(t), np.sin(t), color=PALETTE["grey"], lw=1)
@@ -206,7 +206,6 @@ class RopeRotation(Figure):
         right.set_xlabel("m − n (positions)")
         right.set_ylabel("score q·k after rotation")
         right.set_title(f"score {self.score:.3f} at m − n = {self.m - self.n}", fontsize=10)
-        fig.tight_layout()
         return fig
 
 
@@ -232,7 +231,7 @@ def rope_rotation(q: Arrow = (0.95, 0.25), k: Arrow = (0.55, 0.75), m: AxisPosit
         f"{min(curve):.3f} and {max(curve):.3f}."
     )
     caption = (
-        "RoPE on one pair of components (Su et al. 2021): q at position m is turned by mθ, "
+        "RoPE on one pair of components [Su et al., 2024]: q at position m is turned by mθ, "
         "k at position n by nθ. Moving both positions by the same amount turns both bold arrows "
         "together and leaves the score where it is; changing m − n moves it along the curve."
     )

@@ -146,7 +146,7 @@ class ContextExtension(Figure):
         out = np.array(self.out[self.method][k])
         n_pairs = len(ratio)
         label = dict(FIGURE_METHODS)[self.method]
-        fig = MplFigure(figsize=(6.4, 3.6))
+        fig = MplFigure(figsize=(6.4, 3.6), layout="constrained")
         ax = fig.add_subplot()
         first_slow = n_pairs - self.n_slow
         if self.n_slow:

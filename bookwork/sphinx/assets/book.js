@@ -44,3 +44,74 @@
   let pending = null;
   window.addEventListener("resize", () => { clearTimeout(pending); pending = setTimeout(markAll, 200); });
 })();
+
+// A square root in the site's math font leaves a gap after its radicand: the browser sizes
+// the <msqrt> box for the widest radical sign the font has, and draws the one the radicand
+// needs, which is narrower. Close the gap (measured, so a tall root that does use the wide
+// sign keeps its width); again when a folded solution opens and shows more roots.
+(function () {
+  "use strict";
+  function closeGaps() {
+    for (const root of document.querySelectorAll(".bd-article msqrt:not([data-gap-closed])")) {
+      const box = root.getBoundingClientRect();
+      if (!box.width || !root.lastElementChild) continue;  // hidden: measured when shown
+      const gap = box.right - root.lastElementChild.getBoundingClientRect().right;
+      if (gap > 0.5) root.style.marginInlineEnd = `${-gap}px`;
+      root.dataset.gapClosed = "1";
+    }
+  }
+  const fonts = document.fonts ? document.fonts.ready : Promise.resolve();
+  fonts.then(() => {
+    closeGaps();
+    document.addEventListener("click", () => setTimeout(closeGaps, 60));
+  });
+})();
+
+// A table of two or three columns whose narrowest column a phone squeezes to a sliver (a
+// module's name beside its description) is set as a list on a phone: each row a block,
+// its cells one under the other (book.css).
+(function () {
+  "use strict";
+  const NARROWEST = 96;  // px
+  function stack() {
+    for (const table of document.querySelectorAll(".bd-article table")) {
+      if (table.closest(".companion-figure")) continue;
+      table.classList.remove("table-stacked");
+      if (window.innerWidth >= 576) continue;
+      const row = table.querySelector("tbody tr");
+      if (!row || row.children.length > 3) continue;
+      const narrow = [...row.children].some((cell) => cell.getBoundingClientRect().width < NARROWEST);
+      if (narrow || table.scrollWidth > table.clientWidth + 1) table.classList.add("table-stacked");
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", stack);
+  else stack();
+  let pending = null;
+  window.addEventListener("resize", () => { clearTimeout(pending); pending = setTimeout(stack, 200); });
+})();
+
+// The theme button: every press shows the other theme. (The theme's own cycle goes from
+// "light" to "auto" first, which on a light system changes nothing.) The other theme is
+// "auto" where the system asks for it, so that the book then follows the system.
+(function () {
+  "use strict";
+  const prefersDark = window.matchMedia("(prefers-color-scheme: dark)");
+  function apply(mode) {
+    const theme = mode === "auto" ? (prefersDark.matches ? "dark" : "light") : mode;
+    document.documentElement.dataset.mode = mode;
+    document.documentElement.dataset.theme = theme;
+    for (const menu of document.querySelectorAll(".dropdown-menu")) {
+      menu.classList.toggle("dropdown-menu-dark", theme === "dark");
+    }
+    localStorage.setItem("mode", mode);
+    localStorage.setItem("theme", theme);
+  }
+  document.addEventListener("click", (event) => {
+    if (!event.target.closest || !event.target.closest(".theme-switch-button")) return;
+    event.stopPropagation();
+    event.preventDefault();
+    const shown = document.documentElement.dataset.theme === "dark" ? "dark" : "light";
+    const other = shown === "dark" ? "light" : "dark";
+    apply((prefersDark.matches ? "dark" : "light") === other ? "auto" : other);
+  }, true);
+})();
