@@ -67,6 +67,13 @@ def _tokens_in_vocabulary(self, tokens) -> None:
                          f"{int(tokens.max())}")
 
 
+def _limit_needs_rope(self, w) -> None:
+    """Only a RoPE scheme reads distances that can be capped."""
+    if w is not None and not isinstance(self.scheme, RotaryScheme):
+        raise ValueError(f"w must be None for a scheme other than {ROPE_SCHEMES} (only RoPE reads distances that can "
+                         f"be capped), this model's is {self.config.scheme!r}, got {w}")
+
+
 @contract
 class TinyTransformer(nn.Module):
     r"""A small causal language model built from ``config``, whose ``scheme`` picks the position method.
@@ -193,12 +200,13 @@ class TinyTransformer(nn.Module):
         ``None`` undoes it."""
         self.key_window = w
 
-    @contract
+    @contract(_limit_needs_rope)
     def set_distance_limit(self, w: Count | None) -> None:
         """Keep every key, and read each distance of ``w`` or more as ``w - 1`` in every RoPE layer (ReRoPE's
         rule); ``None`` undoes it. ``ValueError`` for a scheme other than ``rope`` and ``irope``
         (:meth:`companion.lab.schemes.RotaryScheme.set_distance_limit`)."""
-        self.scheme.set_distance_limit(w)
+        if isinstance(self.scheme, RotaryScheme):
+            self.scheme.set_distance_limit(w)
 
     def set_rope_scaling(self, method: str = "none", s: float = 1.0, **options) -> dict:
         r"""Switch the RoPE frequencies to ``method`` of :data:`companion.scaling.METHODS`.

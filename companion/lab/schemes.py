@@ -81,13 +81,6 @@ class Scheme(nn.Module):
         self.layer_kinds = [self.name] * self.n_layers
         self.distance_limit: int | None = None
 
-    def set_distance_limit(self, limit: int | None) -> None:
-        """Only a RoPE scheme reads a distance it can be told to cap (:meth:`RotaryScheme.set_distance_limit`)."""
-        if limit is not None:
-            raise ValueError(f"a distance limit applies to the schemes {ROPE_SCHEMES} only, this model's scheme is "
-                             f"{type(self).__name__}")
-        self.distance_limit = None
-
     def embed(self, e: torch.Tensor) -> torch.Tensor:
         """The input of the first block from the token embeddings ``e`` ``(batch, n, d)``."""
         return e
