@@ -11,6 +11,7 @@ a second time.
 from __future__ import annotations
 
 import re
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -122,3 +123,12 @@ def test_the_build_executes_lessons_as_a_student_would():
     assert execute.get("allow_errors") is False
     assert not execute.get("run_in_temp", False), "lessons run in their own folder"
     assert not execute.get("exclude_patterns"), "no lesson is left unexecuted"
+
+
+def test_the_build_writes_nothing_beside_the_lessons(book_build):
+    """The build executes every lesson with lessons/ as its working directory: a chapter that
+    wrote a file (a saved figure, a cache) would leave it there, and would write it beside
+    a reader's copy too. Every file in lessons/ is one git tracks."""
+    untracked = subprocess.run(["git", "ls-files", "--others", "lessons"], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.split()
+    assert [f for f in untracked if ".ipynb_checkpoints" not in f] == []

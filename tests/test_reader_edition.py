@@ -5,11 +5,18 @@
 - its setup cell installs the release tag of companion's version with the pinned
   versions, which are the versions these tests run with (and Binder's environment.yml
   gives the same);
-- every chapter, copied alone into an empty folder, runs from top to bottom in a fresh
-  kernel of an environment where companion was installed as the setup cell installs it,
-  from a wheel of this checkout instead of the repository address; it reads the lab's
+- a chapter runs alone: copied into an empty folder, it runs from top to bottom in a
+  fresh kernel of an environment where companion was installed as the setup cell installs
+  it, from a wheel of this checkout instead of the repository address; it reads the lab's
   stored results from the installed package, not from a checkout, and writes nothing
-  beside itself.
+  beside itself. Three chapters run so (the first, and the two that read the most package
+  data: the lab's runs, the published configurations); for every chapter the parts of
+  that proof hold separately: its code is the lesson's, which the book build executes
+  (``test_edition_is_what_the_lessons_give``); it reads no file but through companion
+  (``test_chapters_read_files_only_through_companion``); every file companion reads is in
+  the installed wheel and found there (``test_the_installed_package_reads_its_data``); and
+  the build's execution writes nothing beside the lessons
+  (``tests/test_lessons.py::test_the_build_writes_nothing_beside_the_lessons``).
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ import ast
 import functools
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -189,7 +197,8 @@ def test_launch_buttons_open_the_edition(tmp_path):
     assert binder["url"].endswith("?urlpath=tree/notebooks/03_rope.ipynb")
     assert colab["url"] == "https://colab.research.google.com/github/o/r/blob/main/notebooks/03_rope.ipynb"
     assert live == {"text": "Live Code", "javascript": "initThebeSBT()"}
-    (pdf,) = context["header_buttons"][1]["buttons"]
+    edition, pdf = context["header_buttons"][1]["buttons"]
+    assert edition["label"] == "download-edition-button" and edition["url"].endswith(".zip")
     assert pdf["url"] == f"../{editions.PDF_NAME}"
 
 
@@ -228,10 +237,61 @@ def reader_environment(tmp_path_factory):
     return {"python": python, "kernels": kernels, "env": env, "venv": venv}
 
 
+#: The chapters run alone in the reader's environment: the first, the lab's (its stored runs,
+#: the controls and the corpus) and the configuration reader's (published files, the class
+#: defaults). The others' code runs in the book build; see the module's docstring.
+RUN_ALONE = ["00_why_positions", "09_lab", "10_what_your_model_runs"]
+
+#: Calls that read or write a file, or name a path: a chapter's code reaches its data only
+#: through companion, so that it runs wherever its notebook is.
+FILE_ACCESS = re.compile(r"(?<![.\w])open\(|\bPath\(|read_text|write_text|read_bytes|np\.(load|save)|savefig|"
+                         r"to_csv|read_csv|os\.(listdir|walk|remove|makedirs|mkdir)|glob\(|__file__")
+
+
+def test_chapters_read_files_only_through_companion():
+    """No code cell of the reader's edition opens, lists or writes a file itself."""
+    assert FILE_ACCESS.search('with open("notes.txt") as f') and not FILE_ACCESS.search("sp.Interval.open(0, 1)")
+    found = {}
+    for chapter in CHAPTERS:
+        for cell in edition_notebook(chapter).cells[1:]:  # the setup cell installs, and is checked above
+            if cell.cell_type == "code":
+                found.update({f"{chapter}: {m.group(0)}": cell.source[:60] for m in FILE_ACCESS.finditer(cell.source)})
+    assert found == {}, found
+
+
+def test_the_installed_package_reads_its_data(reader_environment):
+    """Every file under companion/ that is not Python is in the wheel, and the readers of the
+    package's data find it in the installed package: the lab's runs, the corpus, the published
+    configurations and the class defaults."""
+    shipped = {p.relative_to(ROOT).as_posix() for p in (ROOT / "companion").rglob("*")
+               if p.is_file() and p.suffix not in {".py", ".pyc"} and "__pycache__" not in p.parts}
+    probe = """import json, sys, importlib.resources as resources
+import companion
+from pathlib import Path
+from companion import configs
+from companion.lab import results, stdlib_corpus
+root = Path(companion.__file__).parent
+files = sorted("companion/" + p.relative_to(root).as_posix() for p in root.rglob("*")
+               if p.is_file() and p.suffix not in {".py", ".pyc"} and "__pycache__" not in p.parts)
+runs = [results.load_results(), results.load_results(results.CONTROLS)]
+corpus = stdlib_corpus.load_corpus()
+print(json.dumps({"root": str(root), "files": files, "seeds": [r.seed_list() for r in runs],
+                  "published": len(configs.PUBLISHED), "types": len(configs.model_defaults()["model_types"]),
+                  "corpus": len(corpus.train) > 0}))"""
+    done = subprocess.run([reader_environment["python"], "-c", probe], capture_output=True, text=True,
+                          env=reader_environment["env"], cwd=str(reader_environment["venv"]))
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["root"].startswith(str(reader_environment["venv"]))
+    assert shipped <= set(found["files"]), sorted(shipped - set(found["files"]))
+    assert found["seeds"] == [list(range(10)), [0, 1, 2, 3, 4]] and found["corpus"]
+    assert found["published"] >= 15 and found["types"] > 100
+
+
 @pytest.mark.parametrize("chapter", [
     pytest.param(chapter, marks=pytest.mark.xfail(
         raises=CellExecutionError, strict=True, reason="reads lessons/lab_results from a checkout"))
-    if chapter in READ_FROM_CHECKOUT else chapter for chapter in CHAPTERS])
+    if chapter in READ_FROM_CHECKOUT else chapter for chapter in RUN_ALONE])
 def test_chapter_runs_alone(chapter, reader_environment, tmp_path):
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager

@@ -158,7 +158,13 @@ PREAMBLE = r"""
 % such as "Method" or `rope_type` would run into the next column)
 \setlength{\tymin}{48pt}
 \let\bookattablestart\sphinxattablestart
-\renewcommand{\sphinxattablestart}{\bookattablestart\small}
+% in a table a name such as no_consistent_u may break after an underscore (within the
+% table's group only): its column need not be as wide as the whole name
+\let\bookunderscore\_
+\newcommand{\bookbreakingunderscore}{\bookunderscore\allowbreak}
+\renewcommand{\sphinxattablestart}{\bookattablestart\small\let\_\bookbreakingunderscore}
+\let\bookatlongtablestart\sphinxatlongtablestart
+\renewcommand{\sphinxatlongtablestart}{\bookatlongtablestart\small\let\_\bookbreakingunderscore}
 % figures, tables and equations numbered within the chapter, chapter 0 included (Sphinx
 % leaves out a chapter number of 0: "Figure 2" for the second figure of chapter 0); in
 % the front matter, whose chapters are not numbered, by a number alone
@@ -444,7 +450,8 @@ def _wide_tables(doctree: nodes.document) -> None:
 
 def _long_table(table: nodes.table) -> None:
     """Set a table as a long table whose columns wrap: each column as wide as its longest
-    cell, counted up to 40 characters, and never narrower than three times its longest word, in
+    cell, counted up to 40 characters, and never narrower than three times its longest word
+    (a name's pieces between underscores, where it may break), in
     proportion (a long table's default columns do not wrap). A width the text gives
     (``tabularcolumns``) is kept."""
     table["classes"].append("longtable")
@@ -458,7 +465,8 @@ def _long_table(table: nodes.table) -> None:
         for i, entry in enumerate(child for child in row.children if isinstance(child, nodes.entry)):
             if i < len(widths):
                 text = entry.astext()
-                longest_word = max((len(word) for word in text.split()), default=0)
+                # a name breaks after its underscores in a table (the preamble's \_)
+                longest_word = max((len(word) for word in re.split(r"[\s_]+", text)), default=0)
                 widths[i] = max(widths[i], min(len(text), 40), 3 * longest_word + 6)
     for spec, width in zip(specs, widths):
         spec["colwidth"] = width
