@@ -228,9 +228,12 @@ def test_smollm3_attention_equals_companion(layer_idx):
     rotary = modeling_smollm3.SmolLM3RotaryEmbedding(config)
     x = torch.randn(1, N, 128, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
     cos, sin = rotary(x, torch.arange(N)[None])
+    # the library's own mask for this layer (SmolLM3 attends causally in every layer), and the book's
+    library = library_mask(masking_utils.causal_mask_function, N)
     mask = layer_plans.layer_mask(plan[layer_idx], N)
+    np.testing.assert_array_equal(mask, library)
     with torch.no_grad():
-        theirs, _ = layer(x, position_embeddings=(cos.double(), sin.double()), attention_mask=additive(mask))
+        theirs, _ = layer(x, position_embeddings=(cos.double(), sin.double()), attention_mask=additive(library))
     (wq, bq), (wk, bk), (wv, bv), (wo, bo) = weights(layer)
     d, xs = SIZES["head_dim"], x[0].numpy()
     q, k, v = heads(xs, wq, bq, d), heads(xs, wk, bk, d), heads(xs, wv, bv, d)
@@ -255,9 +258,15 @@ def test_cohere2_rotates_only_in_sliding_layers(layer_idx):
     rotary = modeling_cohere2.Cohere2RotaryEmbedding(config)
     x = torch.randn(1, N, 128, dtype=torch.float64, generator=torch.Generator().manual_seed(11))
     cos, sin = rotary(x, torch.arange(N)[None])
+    # the library's own mask for this layer's type (its sliding window from the configuration),
+    # and the book's
+    sliding = config.layer_types[layer_idx] == "sliding_attention"
+    library = library_mask(masking_utils.sliding_window_causal_mask_function(config.sliding_window) if sliding
+                           else masking_utils.causal_mask_function, N)
     mask = layer_plans.layer_mask(plan[layer_idx], N)
+    np.testing.assert_array_equal(mask, library)
     with torch.no_grad():
-        theirs, _ = layer(x, position_embeddings=(cos.double(), sin.double()), attention_mask=additive(mask))
+        theirs, _ = layer(x, position_embeddings=(cos.double(), sin.double()), attention_mask=additive(library))
     (wq, bq), (wk, bk), (wv, bv), (wo, bo) = weights(layer)
     d, xs = SIZES["head_dim"], x[0].numpy()
     q, k, v = heads(xs, wq, bq, d), heads(xs, wk, bk, d), heads(xs, wv, bv, d)
