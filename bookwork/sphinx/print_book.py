@@ -428,13 +428,6 @@ def _is_box(node: nodes.Node) -> bool:
         kind.__module__.startswith(("sphinx_exercise", "sphinx_proof")) and kind.__name__.endswith("node"))
 
 
-#: The longest piece of a name (between underscores, in code) that tabulary's columns hold:
-#: it sizes a column by its text and may give a column of names its narrowest width (\tymin,
-#: 48 pt, eight characters of the tables' code font); pieces of up to 12 characters have
-#: fitted the widths it gives them, and a longer one ("initialisation_", 90 pt) did not.
-LONGEST_PIECE = 12
-
-
 def _wide_tables(doctree: nodes.document) -> None:
     """A table in the text (not in a box) is CODE_OUTSET wider than the text on each side,
     so that a table of many columns keeps its numbers on one line in the book's measure;
@@ -442,17 +435,12 @@ def _wide_tables(doctree: nodes.document) -> None:
     characters: the chapter map) is set as a long table instead, at the text's width,
     which breaks across pages. (A chapter's tables of results stay tables that LaTeX
     sizes to their contents, but for one of more than 30 rows, which Sphinx sets as a long
-    table, and one holding a name with a piece longer than LONGEST_PIECE: their columns are
-    given widths so that they wrap.)"""
+    table: its columns are given widths so that they wrap.)"""
     for table in list(doctree.findall(nodes.table)):
         if _inside(table, _is_box):
             continue
         rows = sum(1 for body in table.findall(nodes.tbody) for _ in body.findall(nodes.row))
-        # a name whose longest piece between underscores is wider than tabulary's narrowest
-        # column (\tymin) would run past it: such a table gets the long table's widths
-        piece = max((len(part) for code in table.findall(nodes.literal) for part in re.split(r"[\s_]+", code.astext())),
-                    default=0)
-        if rows > 30 or piece > LONGEST_PIECE or (
+        if rows > 30 or (
                 len(table.astext()) > LONG_TABLE and not (_page(table) or "").startswith("lessons/")):
             _long_table(table)
             continue
