@@ -116,7 +116,7 @@ def _order(items):
     first one test that needs the book, so that a worker starts the build at once; then
     the tests that need no build, those that read one lesson's grades next to each
     other (they share one grading); last the other tests that need the book, built by
-    the time they run."""
+    the time they run, the PDF's at the very end."""
     book = [item for item in items if needs_book(item)]
     rest = [item for item in items if not needs_book(item)]
     graded = [item for item in rest if graded_lesson(item)]
@@ -126,6 +126,9 @@ def _order(items):
         at = rest.index(graded[0])
         rest = [item for item in rest if not graded_lesson(item)]
         rest[at:at] = graded
+    # the PDF's tests last of all: the PDF is built beside the other tests once the book is,
+    # and a worker that reached them early would wait for it with nothing to do
+    book.sort(key=lambda item: item.get_closest_marker("pdf") is not None)
     if book:  # one that builds at its setup (a browser test could be skipped first)
         first = next((item for item in book if "book_build" in item.fixturenames), book[0])
         book.remove(first)

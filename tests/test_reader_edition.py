@@ -9,8 +9,8 @@
   fresh kernel of an environment where companion was installed as the setup cell installs
   it, from a wheel of this checkout instead of the repository address; it reads the lab's
   stored results from the installed package, not from a checkout, and writes nothing
-  beside itself. Three chapters run so (the first, and the two that read the most package
-  data: the lab's runs, the published configurations); for every chapter the parts of
+  beside itself. Two chapters run so (the first, and the lab's, which reads the most
+  package data: its runs, the controls and the corpus); for every chapter the parts of
   that proof hold separately: its code is the lesson's, which the book build executes
   (``test_edition_is_what_the_lessons_give``); it reads no file but through companion
   (``test_chapters_read_files_only_through_companion``); every file companion reads is in
@@ -237,10 +237,11 @@ def reader_environment(tmp_path_factory):
     return {"python": python, "kernels": kernels, "env": env, "venv": venv}
 
 
-#: The chapters run alone in the reader's environment: the first, the lab's (its stored runs,
-#: the controls and the corpus) and the configuration reader's (published files, the class
-#: defaults). The others' code runs in the book build; see the module's docstring.
-RUN_ALONE = ["00_why_positions", "09_lab", "10_what_your_model_runs"]
+#: The chapters run alone in the reader's environment: the first, and the lab's (its stored
+#: runs, the controls and the corpus). The others' code runs in the book build, and the data
+#: they read is read from the wheel by test_the_installed_package_reads_its_data; see the
+#: module's docstring.
+RUN_ALONE = ["00_why_positions", "09_lab"]
 
 #: Calls that read or write a file, or name a path: a chapter's code reaches its data only
 #: through companion, so that it runs wherever its notebook is.
