@@ -111,6 +111,14 @@ def pytest_collection_modifyitems(items):
     _order(items)
 
 
+#: The tests that take the longest of those that need no book (a class of attacks graded in
+#: the sandbox, the lab's reduced run, a class's batch).
+LONGEST = ("tests/grading/test_attacks.py::test_attacks_on_chapter_3",
+           "tests/test_lab.py::test_reduced_lab_runs_end_to_end",
+           "tests/grading/test_attacks.py::test_attacks_on_chapter_4",
+           "tests/grading/test_classroom.py::test_grading_goes_on_past_submissions_it_cannot_grade")
+
+
 def _order(items):
     """An order that keeps every pytest-xdist worker busy (it changes nothing else):
     first one test that needs the book, so that a worker starts the build at once; then
@@ -129,6 +137,9 @@ def _order(items):
     # the PDF's tests last of all: the PDF is built beside the other tests once the book is,
     # and a worker that reached them early would wait for it with nothing to do
     book.sort(key=lambda item: item.get_closest_marker("pdf") is not None)
+    # the longest tests that need no book next, so that no worker is left with one of them
+    # at the end while the other has nothing to do
+    rest.sort(key=lambda item: not item.nodeid.startswith(LONGEST))
     if book:  # one that builds at its setup (a browser test could be skipped first)
         first = next((item for item in book if "book_build" in item.fixturenames), book[0])
         book.remove(first)
