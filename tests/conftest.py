@@ -111,20 +111,12 @@ def pytest_collection_modifyitems(items):
     _order(items)
 
 
-#: The tests that take the longest of those that need no book (a class of attacks graded in
-#: the sandbox, the lab's reduced run, a class's batch).
-LONGEST = ("tests/grading/test_attacks.py::test_attacks_on_chapter_3",
-           "tests/test_lab.py::test_reduced_lab_runs_end_to_end",
-           "tests/grading/test_attacks.py::test_attacks_on_chapter_4",
-           "tests/grading/test_classroom.py::test_grading_goes_on_past_submissions_it_cannot_grade")
-
-
 def _order(items):
     """An order that keeps every pytest-xdist worker busy (it changes nothing else):
     first one test that needs the book, so that a worker starts the build at once; then
     the tests that need no build, those that read one lesson's grades next to each
     other (they share one grading); last the other tests that need the book, built by
-    the time they run, the PDF's at the very end."""
+    the time they run."""
     book = [item for item in items if needs_book(item)]
     rest = [item for item in items if not needs_book(item)]
     graded = [item for item in rest if graded_lesson(item)]
@@ -134,12 +126,6 @@ def _order(items):
         at = rest.index(graded[0])
         rest = [item for item in rest if not graded_lesson(item)]
         rest[at:at] = graded
-    # the PDF's tests last of all: the PDF is built beside the other tests once the book is,
-    # and a worker that reached them early would wait for it with nothing to do
-    book.sort(key=lambda item: item.get_closest_marker("pdf") is not None)
-    # the longest tests that need no book next, so that no worker is left with one of them
-    # at the end while the other has nothing to do
-    rest.sort(key=lambda item: not item.nodeid.startswith(LONGEST))
     if book:  # one that builds at its setup (a browser test could be skipped first)
         first = next((item for item in book if "book_build" in item.fixturenames), book[0])
         book.remove(first)
