@@ -138,10 +138,9 @@ def lengths(settings: configs.RopeSettings) -> tuple:
 READABLE = [name for name in NAMES if name != "phi-3.5-vision-instruct"]
 
 
-@pytest.mark.parametrize("name", READABLE)
-def test_frequencies_and_attention_factor_of_every_layer_type(name):
-    file = published(name)
-    module = rotary_module(library_text_config(file))
+def agree_on_every_layer_type(file, module) -> int:
+    """The reader's frequencies and attention factor of ``file``, per layer type and at each
+    length that matters, against the library's rotary ``module``; returns how many agreed."""
     checked = 0
     for layer_type in layer_types(module):
         settings = quiet(lambda layer_type=layer_type: configs.read_config(file, layer_type=layer_type))
@@ -152,7 +151,14 @@ def test_frequencies_and_attention_factor_of_every_layer_type(name):
             np.testing.assert_allclose(ours.inv_freq, theirs, rtol=4 * EPS32, atol=0)
             assert ours.attention_factor == pytest.approx(their_factor, rel=1e-6, abs=0)
             checked += 1
-    assert checked >= 1
+    return checked
+
+
+@pytest.mark.parametrize("name", READABLE)
+def test_frequencies_and_attention_factor_of_every_layer_type(name):
+    file = published(name)
+    module = rotary_module(library_text_config(file))
+    assert agree_on_every_layer_type(file, module) >= 1
 
 
 @pytest.mark.parametrize("name", READABLE)
@@ -539,14 +545,7 @@ def test_a_2025_26_configuration_reads_as_the_library_builds_it(name):
         assert all(layer.settings is None for layer in plan)
         return
     module = own_rotary(text_config, names)
-    for layer_type in layer_types(module):
-        settings = quiet(lambda layer_type=layer_type: configs.read_config(file, layer_type=layer_type))
-        for n in lengths(settings):
-            theirs, their_factor = library_frequencies(module, layer_type, n)
-            ours = configs.frequencies_at(settings, n)
-            assert ours.inv_freq.shape == theirs.shape, (layer_type, n)
-            np.testing.assert_allclose(ours.inv_freq, theirs, rtol=4 * EPS32, atol=0)
-            assert ours.attention_factor == pytest.approx(their_factor, rel=1e-6, abs=0)
+    agree_on_every_layer_type(file, module)
     assert len(plan) == text_config.num_hidden_layers
     if any(layer.layer_type is not None for layer in plan):
         assert [layer.layer_type for layer in plan] == list(text_config.layer_types)

@@ -182,6 +182,24 @@ def test_llama4_layer_pattern_equals_companion():
     assert (defaults.floor_scale, defaults.attn_scale) == (8192, 0.1)
 
 
+def llama4_layer_by_companion(layer, x, plan, config, mask):
+    """What a Llama 4 attention layer computes on ``x`` (tokens, width), by companion: the
+    layer's weights, its plan's RoPE (adjacent pairs), QK-norm and temperature, four query
+    heads on two key-value heads."""
+    (wq, bq), (wk, bk), (wv, bv), (wo, bo) = weights(layer)
+    d = SIZES["head_dim"]
+    q, k, v = heads(x, wq, bq, d), heads(x, wk, bk, d), heads(x, wv, bv, d)
+    if plan.rope:
+        theta = layer_plans.layer_frequencies(plan, d)
+        q, k = rope.rotate(q, np.arange(N), theta, "adjacent"), rope.rotate(k, np.arange(N), theta, "adjacent")
+    if plan.qk_norm:
+        q, k = layer_plans.qk_rms_norm(q, config.rms_norm_eps), layer_plans.qk_rms_norm(k, config.rms_norm_eps)
+    if plan.temperature:
+        q = q * nope.attention_temperature(np.arange(N), config.floor_scale, config.attn_scale)[:, None]
+    outs = [attention.scaled_dot_product_attention(q[h], k[h // 2], v[h // 2], mask)[0] for h in range(4)]
+    return merge(outs, wo, bo)
+
+
 @pytest.mark.parametrize("layer_idx", [0, 3], ids=["rope-chunked-qknorm", "nope-temperature"])
 def test_llama4_attention_equals_companion(layer_idx):
     config = llama4_config()
@@ -194,18 +212,8 @@ def test_llama4_attention_equals_companion(layer_idx):
     mask = layer_plans.layer_mask(plan, N)
     with torch.no_grad():
         theirs, _ = layer(x, position_embeddings=freqs_cis, attention_mask=additive(mask))
-    (wq, bq), (wk, bk), (wv, bv), (wo, bo) = weights(layer)
-    d, xs = SIZES["head_dim"], x[0].numpy()
-    q, k, v = heads(xs, wq, bq, d), heads(xs, wk, bk, d), heads(xs, wv, bv, d)
-    if plan.rope:
-        theta = layer_plans.layer_frequencies(plan, d)
-        q, k = rope.rotate(q, np.arange(N), theta, "adjacent"), rope.rotate(k, np.arange(N), theta, "adjacent")
-    if plan.qk_norm:
-        q, k = layer_plans.qk_rms_norm(q, config.rms_norm_eps), layer_plans.qk_rms_norm(k, config.rms_norm_eps)
-    if plan.temperature:
-        q = q * nope.attention_temperature(np.arange(N), config.floor_scale, config.attn_scale)[:, None]
-    outs = [attention.scaled_dot_product_attention(q[h], k[h // 2], v[h // 2], mask)[0] for h in range(4)]
-    np.testing.assert_allclose(merge(outs, wo, bo), theirs[0].numpy(), atol=1e-5, rtol=0)
+    ours = llama4_layer_by_companion(layer, x[0].numpy(), plan, config, mask)
+    np.testing.assert_allclose(ours, theirs[0].numpy(), atol=1e-5, rtol=0)
 
 
 def test_llama4_temperature_is_active_in_the_nope_test():
@@ -369,22 +377,12 @@ def test_llama4_model_masks_and_outputs_equal_the_plans():
     config._experts_implementation = "eager"
     model = random_layer(quiet(lambda: modeling_llama4.Llama4TextModel(config)), seed=41)
     plans = layer_plans.llama4(8, chunk=8)
-    d = SIZES["head_dim"]
     for index, (x, theirs, their_mask) in run_layers(model, 4).items():
         plan = plans[index]
         mask = layer_plans.layer_mask(plan, N)
         np.testing.assert_array_equal(their_mask, mask)
-        (wq, bq), (wk, bk), (wv, bv), (wo, bo) = weights(model.layers[index].self_attn)
-        q, k, v = heads(x, wq, bq, d), heads(x, wk, bk, d), heads(x, wv, bv, d)
-        if plan.rope:
-            theta = layer_plans.layer_frequencies(plan, d)
-            q, k = rope.rotate(q, np.arange(N), theta, "adjacent"), rope.rotate(k, np.arange(N), theta, "adjacent")
-        if plan.qk_norm:
-            q, k = layer_plans.qk_rms_norm(q, config.rms_norm_eps), layer_plans.qk_rms_norm(k, config.rms_norm_eps)
-        if plan.temperature:
-            q = q * nope.attention_temperature(np.arange(N), config.floor_scale, config.attn_scale)[:, None]
-        outs = [attention.scaled_dot_product_attention(q[h], k[h // 2], v[h // 2], mask)[0] for h in range(4)]
-        np.testing.assert_allclose(merge(outs, wo, bo), theirs, atol=1e-5, rtol=0)
+        ours = llama4_layer_by_companion(model.layers[index].self_attn, x, plan, config, mask)
+        np.testing.assert_allclose(ours, theirs, atol=1e-5, rtol=0)
 
 
 def test_gemma3_released_text_config_gives_the_plans_bases():

@@ -363,6 +363,19 @@ def attention_shares(model, config="reduced", seed: int = 0) -> dict | None:
 # Mechanism: hide the far keys; which RoPE pairs are used
 # ---------------------------------------------------------------------------
 
+def _near_needle_task(cfg: LabConfig, n: int, seed: int):
+    """Single needles within ``L`` of the query in inputs of ``n`` tokens: the examples both
+    interventions score the near needles on."""
+    L, examples = cfg.context_length, cfg.eval.window_examples
+    # the needle starts at round(depth (n - 11)); from depth (n - L + 2)/(n - 11) on it lies within
+    # the last L - 2 tokens before the position that predicts the first answer digit
+    lowest = (n - L + 2) / (n - 11)
+    rng = np.random.default_rng([seed, n])
+    depth = lowest + (1 - lowest) * rng.random(examples)
+    return tasks.retrieval(examples, n + 1, depth=depth, seed=_task_seed(seed, "window") * 1009 + n,
+                           n_needles=cfg.task_needles)
+
+
 def window_intervention(model, corpus: Corpus, config="reduced", seed: int = 0) -> dict | None:
     r"""The model with and without every key ``L`` or more positions back hidden, in every layer.
 
@@ -382,13 +395,7 @@ def window_intervention(model, corpus: Corpus, config="reduced", seed: int = 0) 
     record = {"window": L, "lengths": lengths, "n_examples": ev.window_examples,
               "near_needle": {"full": [], "window": []}}
     for n in lengths:
-        # the needle starts at round(depth (n - 11)); from depth (n - L + 2)/(n - 11) on it lies within
-        # the last L - 2 tokens before the position that predicts the first answer digit
-        lowest = (n - L + 2) / (n - 11)
-        rng = np.random.default_rng([seed, n])
-        depth = lowest + (1 - lowest) * rng.random(ev.window_examples)
-        task = tasks.retrieval(ev.window_examples, n + 1, depth=depth, seed=_task_seed(seed, "window") * 1009 + n,
-                              n_needles=cfg.task_needles)
+        task = _near_needle_task(cfg, n, seed)
         for name, w in (("full", None), ("window", L)):
             model.set_key_window(w)
             try:
@@ -424,11 +431,7 @@ def distance_limit_intervention(model, corpus: Corpus, config="reduced", seed: i
     model.set_distance_limit(L)
     try:
         for n in lengths:
-            lowest = (n - L + 2) / (n - 11)
-            rng = np.random.default_rng([seed, n])
-            depth = lowest + (1 - lowest) * rng.random(ev.window_examples)
-            task = tasks.retrieval(ev.window_examples, n + 1, depth=depth, seed=_task_seed(seed, "window") * 1009 + n,
-                                  n_needles=cfg.task_needles)
+            task = _near_needle_task(cfg, n, seed)        # the examples of window_intervention
             record["near_needle"].append(_round(evals.answer_accuracy(model, task)["accuracy"]))
         rows = evals.depth_bin_grid(model, lengths, ev.depth_bins, ev.n_examples,
                                     seed=_task_seed(seed, "single_needle"), n_needles=cfg.task_needles)
