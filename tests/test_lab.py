@@ -717,6 +717,44 @@ def test_the_headline_reports_the_second_freeze_as_exploratory_until_its_confirm
     assert judged["distance_limit_repairs_rope_text"].verdict.mark == "cannot be checked"
 
 
+def test_the_confirmation_run_is_the_frozen_protocol_and_its_verdicts_are_on_record(stored, development):
+    """The stored confirmation run trained the configuration fixed at the second freeze, at seeds no claim was
+    written from and none trained before, under the protocol recorded then (its summary carries the history as it
+    stood, with no verdict yet); the verdicts recorded afterwards are what the claims compute from its files."""
+    run = results.load_confirmation()
+    assert run.summary["config_name"] == "confirmation" and run.seed_list() == list(settings.CONFIRMATION_SEEDS)
+    assert settings.get_config(run.config) == settings.get_config("confirmation")
+    assert run.summary["n_jobs"] == len(runs.jobs(settings.get_config("confirmation"))) == 90
+    assert not set(run.seed_list()) & (set(stored.seed_list()) | set(claims.SECOND_FREEZE["written_from"]))
+    before = run.summary["claims_history"]["second_freeze"]
+    assert before["confirmed"] == {} and before["commit"] == claims.SECOND_FREEZE["commit"]
+    assert before["power"] == claims.SECOND_FREEZE["power"]
+    on_record = {**claims.SECOND_FREEZE["confirmed"], **claims.CONFIRMATION_RUN["replicated"]}
+    computed = {n: claims.check(n, run.seeds, development=development).mark
+                for n, stage in claims.STAGE.items() if stage != "sweep"}
+    assert computed == on_record
+    assert {n for n, mark in on_record.items() if mark == "FAILS"} == {"chunk_boundary_breaks_irope64",
+                                                                        "chunked_irope_keeps_needles"}
+
+
+def test_a_first_freeze_claim_that_fails_on_the_confirmation_seeds_is_not_confirmed(stored):
+    """With the confirmation run, a claim of the first freeze is confirmed only where it also holds on the fresh
+    seeds: iRoPE-16 keeping the needle held on seeds 5-9 and fails on 100-108, where two runs never learned it."""
+    run = results.load_confirmation()
+    rows = {row.name: row for row in claims.headline(stored, run)}
+    kept = rows["chunked_irope_keeps_needles"]
+    assert kept.verdict.holds is True and kept.replication.holds is False and kept.status == "failed"
+    assert kept.replication.seeds == settings.CONFIRMATION_SEEDS
+    # a claim the run cannot check keeps its held-out verdict; one that replicates stays confirmed
+    assert rows["ntk_protects_text"].replication is None and rows["ntk_protects_text"].status == "confirmed"
+    assert rows["breaking_arms"].replication.holds and rows["breaking_arms"].status == "confirmed"
+    assert all(row.replication is None for row in rows.values() if row.stage != "first")
+    second = {n: row for n, row in rows.items() if row.stage == "second"}
+    assert all(row.checked_on == settings.CONFIRMATION_SEEDS and row.verdict.standing == "confirmatory"
+               for row in second.values())
+    assert {n: row.verdict.mark for n, row in second.items()} == claims.SECOND_FREEZE["confirmed"]
+
+
 def test_the_power_of_a_test_follows_its_kind():
     # an interval claim gains power with seeds, an every-seed claim loses it
     mean = claims.Test("mean>", "x", (0.4, 0.6, 0.5, 0.7, 0.3), 0.0)

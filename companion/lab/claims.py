@@ -58,12 +58,11 @@ from . import stats
 from .settings import CONFIRMATION_SEEDS, get_config
 
 __all__ = ["POWER", "KINDS", "Test", "Verdict", "Standing", "CLAIMS", "SWEEP_CLAIMS", "STAGE", "WRITTEN_FROM",
-           "HEADROOM", "FIRST_FREEZE", "SECOND_FREEZE", "REVISIONS", "HELD_OUT_AT_FREEZE", "HISTORY", "check_all",
-           "check_sweep",
-           "check", "development_records", "seeds_needed", "power_of_test", "claim_power", "confirmation_size",
-           "headline", "report", "table", "arms_of", "name", "reference_perplexity", "late_perplexity", "late_ratio",
-           "accuracy", "bin_accuracy", "learned_needle", "clear_accuracy", "boundary_accuracy", "pair_usage",
-           "still_learning", "u_contrast", "limit_excess_left"]
+           "HEADROOM", "FIRST_FREEZE", "SECOND_FREEZE", "CONFIRMATION_RUN", "REVISIONS", "HELD_OUT_AT_FREEZE",
+           "HISTORY", "check_all", "check_sweep", "check", "development_records", "seeds_needed", "power_of_test",
+           "claim_power", "confirmation_size", "headline", "report", "table", "arms_of", "name",
+           "reference_perplexity", "late_perplexity", "late_ratio", "accuracy", "bin_accuracy", "learned_needle",
+           "clear_accuracy", "boundary_accuracy", "pair_usage", "still_learning", "u_contrast", "limit_excess_left"]
 
 #: The power the confirmation run is sized for, and at which :attr:`Verdict.needed` is stated.
 POWER = 0.8
@@ -1488,7 +1487,7 @@ REVISIONS: dict[str, list] = {
 #: seeds (the distance-limit claims from the RoPE arms at seeds 0-4, ``stored/controls``) and the sweep, frozen
 #: at ``commit`` with the number of fresh seeds the power calculation asked for (``power``: each claim's power on
 #: that many, :func:`claim_power`), to be checked on them (``confirmed``: each claim's verdict there, computed by
-#: the frozen code; empty until the confirmation run is made).
+#: the frozen code on :data:`CONFIRMATION_RUN`'s seeds).
 SECOND_FREEZE: dict = {
     "commit": "b2b310e5a0d546f0a2c05e51ec8eb8719accf71d",
     "rule": "Three verdicts: a claim holds, fails, or cannot be decided with the seeds at hand (Test.decide); "
@@ -1508,7 +1507,32 @@ SECOND_FREEZE: dict = {
               "chunk_boundary_breaks_irope64": 0.753, "no_consistent_u": 0.856, "alibi_recency": 0.984,
               "p_rope_costs_text_at_L": 0.888, "p_rope_keeps_far_needles": 1.0,
               "budget_ends_after_the_needle_forms": 0.882},
-    "confirmed": {},
+    "confirmed": {"seed_noise_exceeds_file_noise": "holds", "distance_limit_repairs_rope_text": "holds",
+                  "distance_limit_leaves_p_rope_broken": "holds", "distance_limit_finds_far_needles": "holds",
+                  "needle_learned_rate": "holds", "no_arm_matches_keys": "holds", "no_arm_tracks_variables": "holds",
+                  "chunk_boundary_breaks_irope64": "FAILS", "no_consistent_u": "holds", "alibi_recency": "holds",
+                  "p_rope_costs_text_at_L": "holds", "p_rope_keeps_far_needles": "holds",
+                  "budget_ends_after_the_needle_forms": "holds"},
+}
+
+#: The confirmation run (``stored/confirmation``): made at commit ``commit`` with the code of the fingerprint
+#: its files carry, 90 jobs on two worker processes, and what it found for the first freeze's claims too
+#: (``replicated``: each one's verdict on seeds 100-108; the five about the RoPE extension cannot be checked
+#: there, since the run leaves the extension out). A claim of the first freeze is confirmed only where it also
+#: holds there (:func:`headline`).
+CONFIRMATION_RUN: dict = {
+    "commit": "f9c02f8254e560a8355e61d0f88e2896cfd854f7",
+    "seeds": CONFIRMATION_SEEDS,
+    "replicated": {"breaking_arms": "holds", "flat_arms": "holds", "between_arms": "holds",
+                   "inside_attention_best_text_at_L": "holds", "window_restores_relative_text": "holds",
+                   "window_does_not_rescue_absolute": "holds", "window_restores_near_needles": "holds",
+                   "rope_loses_far_needles": "holds", "chunked_irope_keeps_needles": "FAILS",
+                   "small_chunks_beat_whole_chunks": "holds", "literal_key_not_needed": "holds",
+                   "p_rope_breaks_earlier": "holds", "rope_uses_fast_pairs": "holds",
+                   "ntk_protects_text": "cannot be checked", "interpolation_costs_at_L": "cannot be checked",
+                   "yarn_code_finds_needles_zero_shot": "cannot be checked",
+                   "fine_tuning_improves_every_method": "cannot be checked",
+                   "kept_fast_pairs_fine_tune_better_than_pi": "cannot be checked"},
 }
 
 
@@ -1525,7 +1549,8 @@ WRITTEN_FROM: dict = _written_from()
 
 #: The record of the protocol (the stored run's ``summary.json`` and the confirmation run's carry it).
 HISTORY: dict = {"frozen_commit": FIRST_FREEZE["commit"], "held_out_seeds": list(FIRST_FREEZE["checked_on"]),
-                 "held_out_at_freeze": HELD_OUT_AT_FREEZE, "revisions": REVISIONS, "second_freeze": SECOND_FREEZE}
+                 "held_out_at_freeze": HELD_OUT_AT_FREEZE, "revisions": REVISIONS, "second_freeze": SECOND_FREEZE,
+                 "confirmation_run": CONFIRMATION_RUN}
 
 
 # ---------------------------------------------------------------------------
@@ -1632,6 +1657,10 @@ class Standing:
     ``status``: ``"confirmed"``, ``"failed"`` or ``"undecided"`` for a verdict on seeds
     the claim was not written from, ``"exploratory"`` for a verdict on seeds it was
     written from (a claim whose confirmation run has not been made, or a sweep claim).
+    ``replication``: for a claim of the first freeze, its verdict on the confirmation
+    run's seeds as well (``None`` where that run was not given or does not record what
+    the claim reads); a first-freeze claim that fails there is ``"failed"``, not
+    confirmed, whatever the held-out seeds said.
     """
 
     name: str
@@ -1641,6 +1670,7 @@ class Standing:
     checked_on: tuple
     verdict: Verdict
     status: str
+    replication: Verdict | None = None
 
 
 def _status(verdict) -> str:
@@ -1658,7 +1688,9 @@ def headline(stored=None, confirmation=None) -> list[Standing]:
     (:func:`companion.lab.results.load_confirmation`); when it is ``None`` (the run has
     not been made), on the seeds it was written from (:func:`development_records`),
     which makes its verdict exploratory. A sweep claim, never checked on other seeds,
-    is judged on the sweep (exploratory).
+    is judged on the sweep (exploratory). The confirmation run checks the first
+    freeze's claims on fresh seeds too: a claim that held on the held-out seeds and
+    fails there is reported as failed (:attr:`Standing.replication`).
     """
     from .results import load_results
 
@@ -1668,17 +1700,23 @@ def headline(stored=None, confirmation=None) -> list[Standing]:
                   "sweep": ()}
     rows = []
     for claim_name, stage in STAGE.items():
+        replication = None
         if stage == "first":
             held_out = stored.subset(stored.held_out_seeds).seeds
             verdict = check(claim_name, held_out, development=development)
+            if confirmation is not None:
+                replication = check(claim_name, confirmation.seeds, development=development)
+                replication = None if replication.mark == "cannot be checked" else replication
         elif stage == "second" and confirmation is not None:
             verdict = check(claim_name, confirmation.seeds, development=development)
         elif stage == "second":
             verdict = check(claim_name, development[claim_name], development=development)
         else:
             verdict = check(claim_name, sweep=stored.lr_sweep)
+        # a frozen claim that fails on fresh seeds is not confirmed by the seeds it held on
+        status = "failed" if replication is not None and replication.holds is False else _status(verdict)
         rows.append(Standing(claim_name, stage, tuple(WRITTEN_FROM[claim_name]), frozen_for[stage], verdict.seeds,
-                             verdict, _status(verdict)))
+                             verdict, status, replication))
     return rows
 
 
