@@ -37,9 +37,6 @@ from companion.plotting import PALETTE  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb"))
 EXECUTION_CACHE = ROOT / "_build" / ".jupyter_cache"
-#: The chapter of the lab, being rewritten: its plots are measured, and their faults
-#: reported as an expected failure until the rewrite draws them by the house rules.
-REWRITTEN = {"09_lab"}
 
 
 @pytest.fixture(autouse=True)
@@ -222,9 +219,7 @@ def plots(nb) -> list[tuple[int, dict, dict]]:
 
 
 @pytest.mark.site
-@pytest.mark.parametrize("lesson", [pytest.param(path, marks=pytest.mark.xfail(
-    reason="chapter being rewritten; its plots still break the house rules", strict=False))
-    if path.stem in REWRITTEN else path for path in LESSONS], ids=lambda p: p.stem)
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_every_plot_of_the_chapter_is_clear_on_screen_and_in_print(lesson, book_build):
     nb = executed(lesson)
     if nb is None:

@@ -806,3 +806,13 @@ def test_the_readme_states_the_stored_runs_cost():
     load = summary["sessions"][0]["load_average_before"][0]
     assert re.search(rf"load average was {load:.1f} when it started\), and at most "
                      rf"{summary['peak_memory_mib_per_process']:.0f} MiB per process", text)
+    # and the confirmation run's, with what it found
+    run = results.load_confirmation().summary
+    stated = (f"The confirmation run is {run['n_jobs']} jobs (every arm at nine seeds, both interventions on the "
+              f"far keys, no RoPE extension and no sweep): {run['cpu_seconds'] / 60:.1f} CPU-minutes, "
+              f"{run['wall_seconds'] / 60:.1f} minutes of wall time on two workers (load average "
+              f"{run['sessions'][0]['load_average_before'][0]:.1f} at the start), at most "
+              f"{run['peak_memory_mib_per_process']:.0f} MiB per process")
+    assert stated in text
+    held = sum(mark == "holds" for mark in claims.SECOND_FREEZE["confirmed"].values())
+    assert f"{held} of the {len(claims.SECOND_FREEZE['confirmed'])} claims frozen for it held there" in text

@@ -60,7 +60,7 @@ from .settings import CONFIRMATION_SEEDS, get_config
 __all__ = ["POWER", "KINDS", "Test", "Verdict", "Standing", "CLAIMS", "SWEEP_CLAIMS", "STAGE", "WRITTEN_FROM",
            "HEADROOM", "FIRST_FREEZE", "SECOND_FREEZE", "CONFIRMATION_RUN", "REVISIONS", "HELD_OUT_AT_FREEZE",
            "HISTORY", "check_all", "check_sweep", "check", "development_records", "seeds_needed", "power_of_test",
-           "claim_power", "confirmation_size", "headline", "report", "table", "arms_of", "name",
+           "claim_power", "confirmation_size", "headline", "report", "standing_report", "table", "arms_of", "name",
            "reference_perplexity", "late_perplexity", "late_ratio", "accuracy", "bin_accuracy", "learned_needle",
            "clear_accuracy", "boundary_accuracy", "pair_usage", "still_learning", "u_contrast", "limit_excess_left"]
 
@@ -1737,6 +1737,19 @@ def report(verdict: Verdict, width: int = 88) -> str:
     where = f" on seeds {seeds}" if seeds else ""
     lines += textwrap.wrap(f"{verdict.outcome}{where} ({_standing_words(verdict)}).", width)
     lines += textwrap.wrap(f"Evidence: {verdict.evidence}.", width, subsequent_indent="  ")
+    return "\n".join(lines)
+
+
+def standing_report(standing: Standing, width: int = 88) -> str:
+    """A claim as the chapters quote it: :func:`report` of its verdict, its verdict on the confirmation run's
+    seeds too where that run checked a claim of the first freeze again, and its status."""
+    lines = [report(standing.verdict, width)]
+    again = standing.replication
+    if again is not None:
+        seeds = ", ".join(map(str, again.seeds))
+        lines += textwrap.wrap(f"On the confirmation run's seeds {seeds}: {again.outcome}.", width)
+        lines += textwrap.wrap(f"Evidence there: {again.evidence}.", width, subsequent_indent="  ")
+    lines.append(f"Status: {standing.status}.")
     return "\n".join(lines)
 
 
