@@ -301,14 +301,26 @@ def requirements() -> str:
 
 # --- plain Markdown for the student's notebook -------------------------------------------
 
+def _emptied_check(cell) -> bool:
+    """A folded check of a worked solution's numbers, as the student copy would get it: its
+    ``# Check:`` comment over the ``...`` left by the solution's removal, nothing to answer."""
+    lines = [line.strip() for line in cell.source.splitlines() if line.strip()]
+    return (cell.cell_type == "code" and bool(lines) and lines[0].startswith("# Check:")
+            and "..." in lines and all(line == "..." or line.startswith("#") for line in lines))
+
+
 def _student_touches(notebook: Path) -> None:
     """The student notebook's Markdown rewritten for Jupyter and Colab, cross-references
-    reading as on the site (:mod:`bookwork.book_targets`); ValueError naming what a
-    reader would still see of the markup (:func:`bookwork.myst_markdown.leftovers`)."""
+    reading as on the site (:mod:`bookwork.book_targets`), and the emptied checks of
+    worked solutions saying that they ask for nothing (:func:`_emptied_check`); ValueError naming what a reader
+    would still see of the markup (:func:`bookwork.myst_markdown.leftovers`)."""
     targets = book_targets(all_lessons())
     references = {label: target.reference() for label, target in targets.items()}
     numbers = {label: target.number for label, target in targets.items()}
     nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        if _emptied_check(cell):  # kept, so that the cells still line up with the solution's
+            cell.source = cell.source.split("\n", 1)[0] + "\n# (run on the worked solution: nothing to write here)"
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = myst_to_markdown(cell.source, references, numbers=numbers, documents=page_titles())

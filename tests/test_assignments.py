@@ -249,6 +249,10 @@ def test_student_notebook_reads_cleanly(path, generated):
     left = {index: myst_markdown.leftovers(cell.source, targets) for index, cell in enumerate(nb.cells)
             if cell.cell_type == "markdown"}
     assert {index: found for index, found in left.items() if found} == {}
+    # a folded check of a worked solution's numbers asks for nothing: it says so, with no '...' to fill in
+    emptied = [index for index, cell in enumerate(nb.cells) if cell.cell_type == "code"
+               and cell.source.lstrip().startswith("# Check:") and "..." in cell.source.split()]
+    assert emptied == []
 
 
 def test_markers_are_checked(tmp_path):
