@@ -164,7 +164,44 @@ PREAMBLE = r"""
 \newcommand{\bookbreakingunderscore}{\bookunderscore\allowbreak}
 \renewcommand{\sphinxattablestart}{\bookattablestart\small\let\_\bookbreakingunderscore}
 \let\bookatlongtablestart\sphinxatlongtablestart
-\renewcommand{\sphinxatlongtablestart}{\bookatlongtablestart\small\let\_\bookbreakingunderscore}
+\renewcommand{\sphinxatlongtablestart}{\bookatlongtablestart\small\let\_\bookbreakingunderscore
+  \global\booktablecaptionedfalse}
+% a long table's head on the pages it continues on names it only when it has a name: a
+% table without a caption (the preface's chapter map, the appendix's modules) says
+% "continued from previous page", not "Table 1 - continued" for a table never called so
+\newif\ifbooktablecaptioned
+\let\bookthelongtablecaptionisattop\sphinxthelongtablecaptionisattop
+\renewcommand{\sphinxthelongtablecaptionisattop}{\noalign{\global\booktablecaptionedtrue}%
+  \bookthelongtablecaptionisattop}
+\makeatletter
+\protected\def\sphinxtablecontinued#1{{\small\itshape\in@{\tablename}{#1}%
+  \ifin@\ifbooktablecaptioned#1\else continued from previous page\fi\else#1\fi}}
+% a box's title wraps inside its title row: Sphinx sets it on one line, and a long one
+% ("Solution to Exercise 2.4 (Coding: where does a T5 decoder look when content says
+% nothing?)") ran past the box and into the margin
+\renewcommand\sphinxdotitlerowwithicon[2]{%
+  \begingroup
+    \kern-\spx@boxes@padding@top
+    \parskip\z@skip
+    \noindent
+    \kern-\spx@boxes@padding@left
+    \spx@boxes@border@top=\z@ \spx@boxes@border@right=\z@
+    \spx@boxes@border@bottom=\z@ \spx@boxes@border@left=\z@
+    \spx@boxes@radius@bottomright@x=\z@ \spx@boxes@radius@bottomright@y=\z@
+    \spx@boxes@radius@bottomleft@x=\z@ \spx@boxes@radius@bottomleft@y=\z@
+    \spx@boxes@padding@top=\sphinxtitlerowtoppadding\relax
+    \spx@boxes@padding@bottom=\sphinxtitlerowbottompadding\relax
+    \spx@boxes@withshadowfalse
+    \sphinxcolorlet{spx@boxes@backgroundcolor}{sphinx#1TtlBgColor}%
+    \spx@boxes@fcolorbox{\parbox{\linewidth}{\raggedright\strut
+      \textcolor{sphinx#1TtlFgColor}{\@nameuse{sphinx#1TtlIcon}\sphinxtitlerowaftericonspacecmd}%
+      \sphinxstrong{#2}\strut}}%
+    \kern-\spx@boxes@padding@right
+    \par
+  \endgroup
+  \vskip-\parskip
+  \kern\spx@boxes@padding@top}
+\makeatother
 % figures, tables and equations numbered within the chapter, chapter 0 included (Sphinx
 % leaves out a chapter number of 0: "Figure 2" for the second figure of chapter 0); in
 % the front matter, whose chapters are not numbered, by a number alone
