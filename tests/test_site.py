@@ -824,6 +824,23 @@ def test_phone_tables_have_no_sliver_and_the_theme_button_always_changes(browser
         assert reader.horizontal_overflow(page) <= 0
     finally:
         page.context.close()
+    # a table of results whose columns are narrow because their numbers are short stays a
+    # table, its header naming the columns; a stacked table of three columns names the
+    # column of each cell after the first
+    page, problems = open_offline(browser, site_server, "lessons/00_why_positions.html", viewport=reader.PHONE)
+    try:
+        page.wait_for_load_state("load")
+        numbers = page.locator(".bd-article table:has(caption)").first
+        assert "table-stacked" not in (numbers.get_attribute("class") or ""), "Table 0.1 is set as a list on a phone"
+        assert numbers.locator("thead").is_visible()
+        page.goto(site_server + "book/intro.html")
+        page.wait_for_load_state("load")
+        named = page.evaluate("""() => [...document.querySelectorAll('.bd-article table.table-stacked')]
+            .filter((t) => t.querySelectorAll('thead th').length === 3)
+            .map((t) => [...t.querySelectorAll('tbody td:not(:first-child)')].every((td) => td.dataset.column))""")
+        assert named and all(named), named
+    finally:
+        page.context.close()
     page, problems = open_offline(browser, site_server, "lessons/03_rope.html")
     try:
         switch = page.locator(".theme-switch-button:visible").first

@@ -68,20 +68,44 @@
 })();
 
 // A table of two or three columns whose narrowest column a phone squeezes to a sliver (a
-// module's name beside its description) is set as a list on a phone: each row a block,
-// its cells one under the other (book.css).
+// module's name beside its description, broken over lines) is set as a list on a phone:
+// each row a block, its cells one under the other (book.css). A column that is narrow
+// because what it holds is short (N = 2, 4, 8 beside their results) is no sliver: such a
+// table stays a table, its header naming its columns.
 (function () {
   "use strict";
   const NARROWEST = 96;  // px
+  function broken(cell) {  // whether the cell's text takes more than one line
+    const tops = [];
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (!node.textContent.trim()) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      for (const rect of range.getClientRects()) {
+        if (rect.width && !tops.some((top) => Math.abs(top - rect.top) < rect.height / 2)) tops.push(rect.top);
+      }
+    }
+    return tops.length > 1;
+  }
   function stack() {
     for (const table of document.querySelectorAll(".bd-article table")) {
       if (table.closest(".companion-figure")) continue;
       table.classList.remove("table-stacked");
       if (window.innerWidth >= 576) continue;
-      const row = table.querySelector("tbody tr");
-      if (!row || row.children.length > 3) continue;
-      const narrow = [...row.children].some((cell) => cell.getBoundingClientRect().width < NARROWEST);
-      if (narrow || table.scrollWidth > table.clientWidth + 1) table.classList.add("table-stacked");
+      const rows = [...table.querySelectorAll("tbody tr")];
+      if (!rows.length || rows[0].children.length > 3) continue;
+      const sliver = rows.some((row) => [...row.children].some(
+        (cell) => cell.getBoundingClientRect().width < NARROWEST && broken(cell)));
+      if (!sliver && table.scrollWidth <= table.clientWidth + 1) continue;
+      table.classList.add("table-stacked");
+      // the header is hidden in a list: in a table of three columns each cell after the
+      // first says which column it is in ("Used in: chapter 3")
+      const names = [...table.querySelectorAll("thead th")].map((th) => th.textContent.trim());
+      if (names.length !== 3) continue;
+      for (const row of rows) {
+        [...row.children].forEach((cell, i) => { if (i > 0 && names[i]) cell.dataset.column = names[i]; });
+      }
     }
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", stack);
