@@ -839,6 +839,15 @@ def test_phone_tables_have_no_sliver_and_the_theme_button_always_changes(browser
             .filter((t) => t.querySelectorAll('thead th').length === 3)
             .map((t) => [...t.querySelectorAll('tbody td:not(:first-child)')].every((td) => td.dataset.column))""")
         assert named and all(named), named
+        # a table wider than the phone scrolls in its box; its caption stays on the screen
+        page.goto(site_server + "lessons/03_rope.html")
+        page.wait_for_load_state("load")
+        captions = page.evaluate("""() => [...document.querySelectorAll('.bd-article table > caption')].map((c) =>
+            [c.textContent.trim().slice(0, 12), c.parentElement.scrollWidth > c.parentElement.clientWidth + 1,
+             Math.round(c.getBoundingClientRect().right)])""")
+        assert any(scrolls for _, scrolls, _ in captions), "no table of chapter 3 scrolls on a phone"
+        cut = [(name, right) for name, _, right in captions if right > reader.PHONE["width"]]
+        assert cut == [], f"captions that run off the screen: {cut}"
     finally:
         page.context.close()
     page, problems = open_offline(browser, site_server, "lessons/03_rope.html")
