@@ -882,3 +882,24 @@ def test_the_search_field_shows_the_whole_query(browser, site_server):
         assert text_left >= icon_right + 2, (icon_right, text_left)
     finally:
         page.context.close()
+
+
+def test_long_names_in_a_table_break_after_underscores(browser, site_server):
+    """A long code name in a table may break after an underscore (as in print), so that it
+    does not widen its column until the table scrolls sideways on a laptop and squeezes its
+    other columns (chapter 6's methods, at 1280 px); the name as text is unchanged."""
+    page, problems = open_offline(browser, site_server, "lessons/06_beyond_training_length.html",
+                                  viewport={"width": 1280, "height": 800})
+    try:
+        page.wait_for_load_state("load")
+        found = page.evaluate("""() => {
+            const code = [...document.querySelectorAll('.bd-article table code.literal')]
+                .find((c) => c.textContent === 'original_max_position_embeddings');
+            const table = code && code.closest('table');
+            return code ? [table.scrollWidth - table.clientWidth, code.getClientRects().length] : null; }""")
+        assert found is not None, "chapter 6's methods table names original_max_position_embeddings"
+        overflow, _ = found
+        assert overflow <= 1, f"chapter 6's methods table scrolls sideways by {overflow} px on a laptop"
+        assert problems["console"] == []
+    finally:
+        page.context.close()

@@ -67,6 +67,36 @@
   });
 })();
 
+// A long code name in a table (original_max_position_embeddings) keeps together, but may
+// break after an underscore or a dot, as in print: kept whole it widened its column until
+// the table's other columns were squeezed (chapter 6's methods, citations over four lines).
+// The break points are <wbr> elements, so that a name copied from the page is the name.
+(function () {
+  "use strict";
+  const LONG = 16;  // characters
+  function breakable() {
+    for (const code of document.querySelectorAll(".bd-article table code.literal")) {
+      if (code.dataset.breaks || code.textContent.length <= LONG || !/[_.]/.test(code.textContent)) continue;
+      code.dataset.breaks = "1";
+      const texts = [];
+      const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) texts.push(node);
+      for (const node of texts) {
+        const parts = node.textContent.split(/(?<=[_.])/);
+        if (parts.length < 2) continue;
+        const pieces = document.createDocumentFragment();
+        parts.forEach((part, i) => {
+          if (i) pieces.appendChild(document.createElement("wbr"));
+          pieces.appendChild(document.createTextNode(part));
+        });
+        node.replaceWith(pieces);
+      }
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", breakable);
+  else breakable();
+})();
+
 // A table of two or three columns whose narrowest column a phone squeezes to a sliver (a
 // module's name beside its description, broken over lines) is set as a list on a phone:
 // each row a block, its cells one under the other (book.css). A column that is narrow
