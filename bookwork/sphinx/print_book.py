@@ -147,6 +147,11 @@ PREAMBLE = r"""
 % a box (definition, theorem, exercise, solution) starts where its header and first
 % lines fit, never with its header alone at the foot of a page
 \BeforeBeginEnvironment{sphinxadmonition}{\needspace{${box}\baselineskip}}
+% no paragraph leaves its last line alone at the top of a page ("and 2r."), or its first
+% alone at the foot of one (the pages end a line short instead: the bottom is ragged)
+\widowpenalty=10000
+\clubpenalty=10000
+\displaywidowpenalty=10000
 % floats: a figure goes to a page of its own only when it fills most of one
 \renewcommand{\topfraction}{0.9}
 \renewcommand{\bottomfraction}{0.8}
