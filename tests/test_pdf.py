@@ -522,3 +522,11 @@ def test_a_continued_table_is_named_only_if_it_has_a_name(built_pdf):
         if f"{named.group(1)}:" not in normal(pages[start]):
             wrong.append(f"page {number + 1}: {named.group(1)}, not captioned on page {start + 1}")
     assert wrong == [], wrong
+
+
+def test_a_code_block_split_by_a_page_break_prints_nothing_at_the_break(built_pdf):
+    """A block of code that a page break splits says nothing there: not "(continues on next
+    page)", nor the empty "()" that the style around an empty message printed."""
+    marks = [number for number, page in enumerate(page_texts(built_pdf["folder"] / PDF_NAME), start=1)
+             if re.search(r"^\s*\((continue[sd][^)]*)?\)\s*$", page, re.M)]
+    assert marks == [], f"pages with a mark where a block of code breaks: {marks[:10]}"

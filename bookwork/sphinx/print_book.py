@@ -100,6 +100,10 @@ CODE_OUTSET = 0.5
 #: A table with more characters of text than this may be taller than a page: it is set as a
 #: long table, which breaks across pages (the chapter map of the preface; see _wide_tables).
 LONG_TABLE = 2000
+#: A long table's cells: the width of a character of its text (points, FreeSerif at the
+#: table's size, a little over the average so that a word fits), and the padding of a cell.
+TABLE_CHARACTER = 5.0
+TABLE_CELL_PADDING = 12.0
 #: Code is DejaVu Sans Mono (a regular weight that prints dark, with every character the
 #: chapters print), scaled to FreeSerif's x-height; its characters are 0.602 em wide.
 CODE_SCALE = 0.85
@@ -249,9 +253,12 @@ PREAMBLE = r"""
   {\colorlet{VerbatimBorderColor}{CodeBlockOutputBorderColor}%
    \colorlet{VerbatimColor}{CodeBlockOutputColor}}
   {}
-% a code block split by a page break says nothing: its frame is open at the break
+% a code block split by a page break says nothing: its frame is open at the break (the
+% style around the message too, which otherwise prints an empty "()" at the break)
 \renewcommand{\literalblockcontinuedname}{}
 \renewcommand{\literalblockcontinuesname}{}
+\renewcommand*{\sphinxstylecodecontinued}[1]{}
+\renewcommand*{\sphinxstylecodecontinues}[1]{}
 % the index: entries in the text's type (Sphinx sets them in typewriter), ragged right
 \def\sphinxstyleindexentry#1{#1}
 \AtBeginEnvironment{sphinxtheindex}{\raggedright}
@@ -491,28 +498,47 @@ def _wide_tables(doctree: nodes.document) -> None:
         table.parent.insert(table.parent.index(table) + 1, nodes.raw("", "\\end{adjustwidth}\n", format="latex"))
 
 
+def _is_raw(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.raw)
+
+
 def _long_table(table: nodes.table) -> None:
-    """Set a table as a long table whose columns wrap: each column as wide as its longest
-    cell, counted up to 40 characters, and never narrower than three times its longest word
-    (a name's pieces between underscores, where it may break), in
-    proportion (a long table's default columns do not wrap). A width the text gives
-    (``tabularcolumns``) is kept."""
+    """Set a table as a long table whose columns wrap, with widths in proportion to what
+    its cells hold. Each column first gets its longest word (a name's pieces between
+    underscores, where it may break), so that no header or word is hyphenated ("Chap-ter",
+    "sec-ond"); what the line has left is shared in proportion to how much more each column
+    would take to hold its longest cell, counted up to 40 characters, on one line (a long
+    table's default columns do not wrap). A width the text gives (``tabularcolumns``) is
+    kept."""
     table["classes"].append("longtable")
     tgroup = next(iter(table.findall(nodes.tgroup)), None)
     given = isinstance(table.previous_sibling(), addnodes.tabular_col_spec)
     if tgroup is None or given:
         return
     specs = [child for child in tgroup.children if isinstance(child, nodes.colspec)]
-    widths = [1] * len(specs)
+    need = [1] * len(specs)  # characters: the longest word
+    want = [1] * len(specs)  # characters: the longest cell, up to 40
     for row in tgroup.findall(nodes.row):
         for i, entry in enumerate(child for child in row.children if isinstance(child, nodes.entry)):
-            if i < len(widths):
-                text = entry.astext()
+            if i < len(specs):
+                # the cell's text as printed: without the break points of its names (raw LaTeX)
+                text = "".join(node.astext() for node in entry.findall(nodes.Text) if not _inside(node, _is_raw))
                 # a name breaks after its underscores in a table (the preamble's \_)
-                longest_word = max((len(word) for word in re.split(r"[\s_]+", text)), default=0)
-                widths[i] = max(widths[i], min(len(text), 40), 3 * longest_word + 6)
+                need[i] = max(need[i], max((len(word) for word in re.split(r"[\s_]+", text)), default=0))
+                want[i] = max(want[i], min(len(text), 40))
+    pad = TABLE_CELL_PADDING / TABLE_CHARACTER
+    need = [n + pad for n in need]
+    want = [max(w + pad, n) for w, n in zip(want, need)]
+    line = PRINT_WIDTH * 72 / TABLE_CHARACTER
+    if sum(want) <= line:
+        widths = want
+    elif sum(need) >= line:
+        widths = need
+    else:
+        spare = (line - sum(need)) / sum(w - n for w, n in zip(want, need))
+        widths = [n + (w - n) * spare for w, n in zip(want, need)]
     for spec, width in zip(specs, widths):
-        spec["colwidth"] = width
+        spec["colwidth"] = max(1, round(10 * width))
     table["classes"].append("colwidths-given")
 
 
