@@ -484,15 +484,16 @@ def _wide_tables(doctree: nodes.document) -> None:
     characters: the chapter map) is set as a long table instead, at the text's width,
     which breaks across pages. (A chapter's tables of results stay tables that LaTeX
     sizes to their contents, but for one of more than 30 rows, which Sphinx sets as a long
-    table: its columns are given widths so that they wrap.)"""
+    table: its columns are given widths so that they wrap, in the wider block too.)"""
     for table in list(doctree.findall(nodes.table)):
         if _inside(table, _is_box):
             continue
         rows = sum(1 for body in table.findall(nodes.tbody) for _ in body.findall(nodes.row))
-        if rows > 30 or (
-                len(table.astext()) > LONG_TABLE and not (_page(table) or "").startswith("lessons/")):
-            _long_table(table)
-            continue
+        chapter = (_page(table) or "").startswith("lessons/")
+        if rows > 30 or (len(table.astext()) > LONG_TABLE and not chapter):
+            _long_table(table, PRINT_WIDTH + (2 * CODE_OUTSET if chapter else 0))
+            if not chapter:
+                continue
         table.parent.insert(table.parent.index(table), nodes.raw(
             "", f"\\begin{{adjustwidth}}{{-{CODE_OUTSET}in}}{{-{CODE_OUTSET}in}}\n", format="latex"))
         table.parent.insert(table.parent.index(table) + 1, nodes.raw("", "\\end{adjustwidth}\n", format="latex"))
@@ -502,14 +503,14 @@ def _is_raw(node: nodes.Node) -> bool:
     return isinstance(node, nodes.raw)
 
 
-def _long_table(table: nodes.table) -> None:
+def _long_table(table: nodes.table, width: float = PRINT_WIDTH) -> None:
     """Set a table as a long table whose columns wrap, with widths in proportion to what
     its cells hold. Each column first gets its longest word (a name's pieces between
     underscores, where it may break), so that no header or word is hyphenated ("Chap-ter",
     "sec-ond"); what the line has left is shared in proportion to how much more each column
     would take to hold its longest cell, counted up to 40 characters, on one line (a long
-    table's default columns do not wrap). A width the text gives (``tabularcolumns``) is
-    kept."""
+    table's default columns do not wrap), ``width`` inches. A width the text gives
+    (``tabularcolumns``) is kept."""
     table["classes"].append("longtable")
     tgroup = next(iter(table.findall(nodes.tgroup)), None)
     given = isinstance(table.previous_sibling(), addnodes.tabular_col_spec)
@@ -529,7 +530,7 @@ def _long_table(table: nodes.table) -> None:
     pad = TABLE_CELL_PADDING / TABLE_CHARACTER
     need = [n + pad for n in need]
     want = [max(w + pad, n) for w, n in zip(want, need)]
-    line = PRINT_WIDTH * 72 / TABLE_CHARACTER
+    line = width * 72 / TABLE_CHARACTER  # characters
     if sum(want) <= line:
         widths = want
     elif sum(need) >= line:
