@@ -903,3 +903,26 @@ def test_long_names_in_a_table_break_after_underscores(browser, site_server):
         assert problems["console"] == []
     finally:
         page.context.close()
+
+
+def test_no_line_on_a_phone_opens_with_the_mark_after_a_formula(browser, site_server):
+    """A formula in running text is one box; the full stop or comma after it stays on its
+    line instead of opening the next one (". Why does ...", eleven times in chapter 3 at
+    390 px)."""
+    page, problems = open_offline(browser, site_server, "lessons/03_rope.html", viewport=reader.PHONE)
+    try:
+        page.wait_for_load_state("load")
+        opened = page.evaluate("""() => [...document.querySelectorAll('.bd-article span.math')].filter((math) => {
+            const mark = math.nextSibling;
+            if (!mark || mark.nodeType !== Node.TEXT_NODE || !/^[.,;:)]/.test(mark.textContent)) return false;
+            const range = document.createRange();
+            range.setStart(mark, 0);
+            range.setEnd(mark, 1);
+            const at = range.getBoundingClientRect();
+            return at.width > 0 && at.top > math.getBoundingClientRect().bottom - 2;
+        }).map((math) => math.textContent.slice(0, 30))""")
+        assert opened == [], f"{len(opened)} lines open with the mark after a formula: {opened[:4]}"
+        assert reader.horizontal_overflow(page) <= 0
+        assert problems["console"] == []
+    finally:
+        page.context.close()

@@ -18,6 +18,30 @@
   window.addEventListener("resize", () => { clearTimeout(pending); pending = setTimeout(mark, 150); });
 })();
 
+// A formula in running text is one unbreakable box, and a line may break between it and
+// the punctuation after it, which then opens the next line (". Why does ..."): keep the
+// mark that follows a formula on the formula's line.
+(function () {
+  "use strict";
+  function glue() {
+    for (const math of document.querySelectorAll(".bd-article span.math:not([data-glued])")) {
+      math.dataset.glued = "1";
+      if (math.classList.contains("math-wide")) continue;  // it scrolls in its own box
+      const next = math.nextSibling;
+      if (!next || next.nodeType !== Node.TEXT_NODE) continue;
+      const mark = next.textContent.match(/^[.,;:!?)\u2019\u201d]+/);
+      if (!mark) continue;
+      const pair = document.createElement("span");
+      pair.style.whiteSpace = "nowrap";
+      math.replaceWith(pair);
+      pair.append(math, mark[0]);
+      next.textContent = next.textContent.slice(mark[0].length);
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", glue);
+  else glue();
+})();
+
 // A formula, table or block of code wider than its box scrolls inside the box; mark the
 // edges where there is more to see, so that the box fades out there (book.css).
 (function () {
