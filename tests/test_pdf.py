@@ -40,7 +40,8 @@ import nbformat
 import pytest
 
 from bookwork.sphinx.editions import PDF_NAME
-from bookwork.sphinx.print_book import NUMBERED_TITLE
+from bookwork.sphinx.print_book import CODE_OUTSET, NUMBERED_TITLE, PAPER_WIDTH
+from companion.plotting import PRINT_WIDTH
 from tests.support.book import ROOT, TEX_TOOLS, pdf_folder
 
 pytestmark = pytest.mark.pdf
@@ -475,3 +476,57 @@ def test_exercises_on_a_live_figure_work_on_paper_or_say_where():
     assert len(on_figures) >= 5, [label for label, _ in on_figures]
     unsaid = [label for label, body in on_figures if not re.search(r"website", body) or "notebook" not in body]
     assert unsaid == [], f"exercises on a live figure that do not say where it is live: {unsaid}"
+
+
+def _page_lines(pdf: Path) -> list[list[tuple[float, float, str]]]:
+    """Each page's lines as pdftotext places them: (left edge, right edge, text), in points."""
+    xml = subprocess.run(["pdftotext", "-bbox-layout", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, text=True,
+                         check=True).stdout
+    line = re.compile(r'<line xMin="([\d.]+)" yMin="[\d.]+" xMax="([\d.]+)" yMax="[\d.]+">(.*?)</line>', re.S)
+    return [[(float(left), float(right), " ".join(re.findall(r">([^<]*)</word>", words)))
+             for left, right, words in line.findall(page)] for page in xml.split("<page ")[1:]]
+
+
+def test_box_titles_and_lines_stay_inside_the_text_block(built_pdf):
+    """A box's title wraps inside its box (Sphinx sets it on one line, which ran a long
+    "Solution to Exercise 2.4 (Coding: ...)" past the box and into the margin), and no
+    line of any page reaches further out than a wide table may (CODE_OUTSET past the text)."""
+    left = (PAPER_WIDTH - PRINT_WIDTH) / 2 * 72
+    right = left + PRINT_WIDTH * 72
+    outset = CODE_OUTSET * 72
+    titles, outside = [], []
+    for number, lines in enumerate(_page_lines(built_pdf["folder"] / PDF_NAME), start=1):
+        for x0, x1, text in lines:
+            if BOX_TITLE.match(text) and x1 > right + 1:
+                titles.append(f"page {number}: {text[:70]} ({x1 - right:.0f} pt past the text)")
+            if x0 < left - outset - 1 or x1 > right + outset + 1:
+                outside.append(f"page {number}: {text[:70]}")
+    assert titles == [], f"{len(titles)} box titles run past their box: {titles[:5]}"
+    assert outside == [], f"{len(outside)} lines run into the outer margin: {outside[:5]}"
+
+
+def test_a_continued_table_is_named_only_if_it_has_a_name(built_pdf):
+    """On the pages a long table continues on, its head says "Table N.M - continued from
+    previous page" only for a table captioned "Table N.M" where it starts; a table without a
+    caption (the preface's chapter map) is not given the number of the last table before it."""
+    pages = page_texts(built_pdf["folder"] / PDF_NAME)
+    head = re.compile(r"^\s*(?:(Table [\w.]+) \u2013 )?continued from previous page", re.M)
+    wrong = []
+    for number, page in enumerate(pages):
+        named = head.search(page)
+        if not named or not named.group(1):
+            continue
+        start = number - 1
+        while start > 0 and head.search(pages[start]):
+            start -= 1
+        if f"{named.group(1)}:" not in normal(pages[start]):
+            wrong.append(f"page {number + 1}: {named.group(1)}, not captioned on page {start + 1}")
+    assert wrong == [], wrong
+
+
+def test_a_code_block_split_by_a_page_break_prints_nothing_at_the_break(built_pdf):
+    """A block of code that a page break splits says nothing there: not "(continues on next
+    page)", nor the empty "()" that the style around an empty message printed."""
+    marks = [number for number, page in enumerate(page_texts(built_pdf["folder"] / PDF_NAME), start=1)
+             if re.search(r"^\s*\((continue[sd][^)]*)?\)\s*$", page, re.M)]
+    assert marks == [], f"pages with a mark where a block of code breaks: {marks[:10]}"

@@ -824,6 +824,32 @@ def test_phone_tables_have_no_sliver_and_the_theme_button_always_changes(browser
         assert reader.horizontal_overflow(page) <= 0
     finally:
         page.context.close()
+    # a table of results whose columns are narrow because their numbers are short stays a
+    # table, its header naming the columns; a stacked table of three columns names the
+    # column of each cell after the first
+    page, problems = open_offline(browser, site_server, "lessons/00_why_positions.html", viewport=reader.PHONE)
+    try:
+        page.wait_for_load_state("load")
+        numbers = page.locator(".bd-article table:has(caption)").first
+        assert "table-stacked" not in (numbers.get_attribute("class") or ""), "Table 0.1 is set as a list on a phone"
+        assert numbers.locator("thead").is_visible()
+        page.goto(site_server + "book/intro.html")
+        page.wait_for_load_state("load")
+        named = page.evaluate("""() => [...document.querySelectorAll('.bd-article table.table-stacked')]
+            .filter((t) => t.querySelectorAll('thead th').length === 3)
+            .map((t) => [...t.querySelectorAll('tbody td:not(:first-child)')].every((td) => td.dataset.column))""")
+        assert named and all(named), named
+        # a table wider than the phone scrolls in its box; its caption stays on the screen
+        page.goto(site_server + "lessons/03_rope.html")
+        page.wait_for_load_state("load")
+        captions = page.evaluate("""() => [...document.querySelectorAll('.bd-article table > caption')].map((c) =>
+            [c.textContent.trim().slice(0, 12), c.parentElement.scrollWidth > c.parentElement.clientWidth + 1,
+             Math.round(c.getBoundingClientRect().right)])""")
+        assert any(scrolls for _, scrolls, _ in captions), "no table of chapter 3 scrolls on a phone"
+        cut = [(name, right) for name, _, right in captions if right > reader.PHONE["width"]]
+        assert cut == [], f"captions that run off the screen: {cut}"
+    finally:
+        page.context.close()
     page, problems = open_offline(browser, site_server, "lessons/03_rope.html")
     try:
         switch = page.locator(".theme-switch-button:visible").first
@@ -854,5 +880,49 @@ def test_the_search_field_shows_the_whole_query(browser, site_server):
             return [icon.getBoundingClientRect().right,
                     input.getBoundingClientRect().left + parseFloat(getComputedStyle(input).paddingLeft)]; }""")
         assert text_left >= icon_right + 2, (icon_right, text_left)
+    finally:
+        page.context.close()
+
+
+def test_long_names_in_a_table_break_after_underscores(browser, site_server):
+    """A long code name in a table may break after an underscore (as in print), so that it
+    does not widen its column until the table scrolls sideways on a laptop and squeezes its
+    other columns (chapter 6's methods, at 1280 px); the name as text is unchanged."""
+    page, problems = open_offline(browser, site_server, "lessons/06_beyond_training_length.html",
+                                  viewport={"width": 1280, "height": 800})
+    try:
+        page.wait_for_load_state("load")
+        found = page.evaluate("""() => {
+            const code = [...document.querySelectorAll('.bd-article table code.literal')]
+                .find((c) => c.textContent === 'original_max_position_embeddings');
+            const table = code && code.closest('table');
+            return code ? [table.scrollWidth - table.clientWidth, code.getClientRects().length] : null; }""")
+        assert found is not None, "chapter 6's methods table names original_max_position_embeddings"
+        overflow, _ = found
+        assert overflow <= 1, f"chapter 6's methods table scrolls sideways by {overflow} px on a laptop"
+        assert problems["console"] == []
+    finally:
+        page.context.close()
+
+
+def test_no_line_on_a_phone_opens_with_the_mark_after_a_formula(browser, site_server):
+    """A formula in running text is one box; the full stop or comma after it stays on its
+    line instead of opening the next one (". Why does ...", eleven times in chapter 3 at
+    390 px)."""
+    page, problems = open_offline(browser, site_server, "lessons/03_rope.html", viewport=reader.PHONE)
+    try:
+        page.wait_for_load_state("load")
+        opened = page.evaluate("""() => [...document.querySelectorAll('.bd-article span.math')].filter((math) => {
+            const mark = math.nextSibling;
+            if (!mark || mark.nodeType !== Node.TEXT_NODE || !/^[.,;:)]/.test(mark.textContent)) return false;
+            const range = document.createRange();
+            range.setStart(mark, 0);
+            range.setEnd(mark, 1);
+            const at = range.getBoundingClientRect();
+            return at.width > 0 && at.top > math.getBoundingClientRect().bottom - 2;
+        }).map((math) => math.textContent.slice(0, 30))""")
+        assert opened == [], f"{len(opened)} lines open with the mark after a formula: {opened[:4]}"
+        assert reader.horizontal_overflow(page) <= 0
+        assert problems["console"] == []
     finally:
         page.context.close()

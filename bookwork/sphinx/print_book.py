@@ -100,6 +100,10 @@ CODE_OUTSET = 0.5
 #: A table with more characters of text than this may be taller than a page: it is set as a
 #: long table, which breaks across pages (the chapter map of the preface; see _wide_tables).
 LONG_TABLE = 2000
+#: A long table's cells: the width of a character of its text (points, FreeSerif at the
+#: table's size, a little over the average so that a word fits), and the padding of a cell.
+TABLE_CHARACTER = 5.0
+TABLE_CELL_PADDING = 12.0
 #: Code is DejaVu Sans Mono (a regular weight that prints dark, with every character the
 #: chapters print), scaled to FreeSerif's x-height; its characters are 0.602 em wide.
 CODE_SCALE = 0.85
@@ -147,6 +151,11 @@ PREAMBLE = r"""
 % a box (definition, theorem, exercise, solution) starts where its header and first
 % lines fit, never with its header alone at the foot of a page
 \BeforeBeginEnvironment{sphinxadmonition}{\needspace{${box}\baselineskip}}
+% no paragraph leaves its last line alone at the top of a page ("and 2r."), or its first
+% alone at the foot of one (the pages end a line short instead: the bottom is ragged)
+\widowpenalty=10000
+\clubpenalty=10000
+\displaywidowpenalty=10000
 % floats: a figure goes to a page of its own only when it fills most of one
 \renewcommand{\topfraction}{0.9}
 \renewcommand{\bottomfraction}{0.8}
@@ -164,7 +173,44 @@ PREAMBLE = r"""
 \newcommand{\bookbreakingunderscore}{\bookunderscore\allowbreak}
 \renewcommand{\sphinxattablestart}{\bookattablestart\small\let\_\bookbreakingunderscore}
 \let\bookatlongtablestart\sphinxatlongtablestart
-\renewcommand{\sphinxatlongtablestart}{\bookatlongtablestart\small\let\_\bookbreakingunderscore}
+\renewcommand{\sphinxatlongtablestart}{\bookatlongtablestart\small\let\_\bookbreakingunderscore
+  \global\booktablecaptionedfalse}
+% a long table's head on the pages it continues on names it only when it has a name: a
+% table without a caption (the preface's chapter map, the appendix's modules) says
+% "continued from previous page", not "Table 1 - continued" for a table never called so
+\newif\ifbooktablecaptioned
+\let\bookthelongtablecaptionisattop\sphinxthelongtablecaptionisattop
+\renewcommand{\sphinxthelongtablecaptionisattop}{\noalign{\global\booktablecaptionedtrue}%
+  \bookthelongtablecaptionisattop}
+\makeatletter
+\protected\def\sphinxtablecontinued#1{{\small\itshape\in@{\tablename}{#1}%
+  \ifin@\ifbooktablecaptioned#1\else continued from previous page\fi\else#1\fi}}
+% a box's title wraps inside its title row: Sphinx sets it on one line, and a long one
+% ("Solution to Exercise 2.4 (Coding: where does a T5 decoder look when content says
+% nothing?)") ran past the box and into the margin
+\renewcommand\sphinxdotitlerowwithicon[2]{%
+  \begingroup
+    \kern-\spx@boxes@padding@top
+    \parskip\z@skip
+    \noindent
+    \kern-\spx@boxes@padding@left
+    \spx@boxes@border@top=\z@ \spx@boxes@border@right=\z@
+    \spx@boxes@border@bottom=\z@ \spx@boxes@border@left=\z@
+    \spx@boxes@radius@bottomright@x=\z@ \spx@boxes@radius@bottomright@y=\z@
+    \spx@boxes@radius@bottomleft@x=\z@ \spx@boxes@radius@bottomleft@y=\z@
+    \spx@boxes@padding@top=\sphinxtitlerowtoppadding\relax
+    \spx@boxes@padding@bottom=\sphinxtitlerowbottompadding\relax
+    \spx@boxes@withshadowfalse
+    \sphinxcolorlet{spx@boxes@backgroundcolor}{sphinx#1TtlBgColor}%
+    \spx@boxes@fcolorbox{\parbox{\linewidth}{\raggedright\strut
+      \textcolor{sphinx#1TtlFgColor}{\@nameuse{sphinx#1TtlIcon}\sphinxtitlerowaftericonspacecmd}%
+      \sphinxstrong{#2}\strut}}%
+    \kern-\spx@boxes@padding@right
+    \par
+  \endgroup
+  \vskip-\parskip
+  \kern\spx@boxes@padding@top}
+\makeatother
 % figures, tables and equations numbered within the chapter, chapter 0 included (Sphinx
 % leaves out a chapter number of 0: "Figure 2" for the second figure of chapter 0); in
 % the front matter, whose chapters are not numbered, by a number alone
@@ -207,9 +253,12 @@ PREAMBLE = r"""
   {\colorlet{VerbatimBorderColor}{CodeBlockOutputBorderColor}%
    \colorlet{VerbatimColor}{CodeBlockOutputColor}}
   {}
-% a code block split by a page break says nothing: its frame is open at the break
+% a code block split by a page break says nothing: its frame is open at the break (the
+% style around the message too, which otherwise prints an empty "()" at the break)
 \renewcommand{\literalblockcontinuedname}{}
 \renewcommand{\literalblockcontinuesname}{}
+\renewcommand*{\sphinxstylecodecontinued}[1]{}
+\renewcommand*{\sphinxstylecodecontinues}[1]{}
 % the index: entries in the text's type (Sphinx sets them in typewriter), ragged right
 \def\sphinxstyleindexentry#1{#1}
 \AtBeginEnvironment{sphinxtheindex}{\raggedright}
@@ -435,25 +484,32 @@ def _wide_tables(doctree: nodes.document) -> None:
     characters: the chapter map) is set as a long table instead, at the text's width,
     which breaks across pages. (A chapter's tables of results stay tables that LaTeX
     sizes to their contents, but for one of more than 30 rows, which Sphinx sets as a long
-    table: its columns are given widths so that they wrap.)"""
+    table: its columns are given widths so that they wrap, in the wider block too.)"""
     for table in list(doctree.findall(nodes.table)):
         if _inside(table, _is_box):
             continue
         rows = sum(1 for body in table.findall(nodes.tbody) for _ in body.findall(nodes.row))
-        if rows > 30 or (
-                len(table.astext()) > LONG_TABLE and not (_page(table) or "").startswith("lessons/")):
-            _long_table(table)
-            continue
+        chapter = (_page(table) or "").startswith("lessons/")
+        if rows > 30 or (len(table.astext()) > LONG_TABLE and not chapter):
+            _long_table(table, PRINT_WIDTH + (2 * CODE_OUTSET if chapter else 0))
+            if not chapter:
+                continue
         table.parent.insert(table.parent.index(table), nodes.raw(
             "", f"\\begin{{adjustwidth}}{{-{CODE_OUTSET}in}}{{-{CODE_OUTSET}in}}\n", format="latex"))
         table.parent.insert(table.parent.index(table) + 1, nodes.raw("", "\\end{adjustwidth}\n", format="latex"))
 
 
-def _long_table(table: nodes.table) -> None:
-    """Set a table as a long table whose columns wrap: each column as wide as its longest
-    cell, counted up to 40 characters, and never narrower than three times its longest word
-    (a name's pieces between underscores, where it may break), in
-    proportion (a long table's default columns do not wrap). A width the text gives
+def _is_raw(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.raw)
+
+
+def _long_table(table: nodes.table, width: float = PRINT_WIDTH) -> None:
+    """Set a table as a long table whose columns wrap, with widths in proportion to what
+    its cells hold. Each column first gets its longest word (a name's pieces between
+    underscores, where it may break), so that no header or word is hyphenated ("Chap-ter",
+    "sec-ond"); what the line has left is shared in proportion to how much more each column
+    would take to hold its longest cell, counted up to 40 characters, on one line (a long
+    table's default columns do not wrap), ``width`` inches. A width the text gives
     (``tabularcolumns``) is kept."""
     table["classes"].append("longtable")
     tgroup = next(iter(table.findall(nodes.tgroup)), None)
@@ -461,16 +517,29 @@ def _long_table(table: nodes.table) -> None:
     if tgroup is None or given:
         return
     specs = [child for child in tgroup.children if isinstance(child, nodes.colspec)]
-    widths = [1] * len(specs)
+    need = [1] * len(specs)  # characters: the longest word
+    want = [1] * len(specs)  # characters: the longest cell, up to 40
     for row in tgroup.findall(nodes.row):
         for i, entry in enumerate(child for child in row.children if isinstance(child, nodes.entry)):
-            if i < len(widths):
-                text = entry.astext()
+            if i < len(specs):
+                # the cell's text as printed: without the break points of its names (raw LaTeX)
+                text = "".join(node.astext() for node in entry.findall(nodes.Text) if not _inside(node, _is_raw))
                 # a name breaks after its underscores in a table (the preamble's \_)
-                longest_word = max((len(word) for word in re.split(r"[\s_]+", text)), default=0)
-                widths[i] = max(widths[i], min(len(text), 40), 3 * longest_word + 6)
+                need[i] = max(need[i], max((len(word) for word in re.split(r"[\s_]+", text)), default=0))
+                want[i] = max(want[i], min(len(text), 40))
+    pad = TABLE_CELL_PADDING / TABLE_CHARACTER
+    need = [n + pad for n in need]
+    want = [max(w + pad, n) for w, n in zip(want, need)]
+    line = width * 72 / TABLE_CHARACTER  # characters
+    if sum(want) <= line:
+        widths = want
+    elif sum(need) >= line:
+        widths = need
+    else:
+        spare = (line - sum(need)) / sum(w - n for w, n in zip(want, need))
+        widths = [n + (w - n) * spare for w, n in zip(want, need)]
     for spec, width in zip(specs, widths):
-        spec["colwidth"] = width
+        spec["colwidth"] = max(1, round(10 * width))
     table["classes"].append("colwidths-given")
 
 
