@@ -816,3 +816,19 @@ def test_the_readme_states_the_stored_runs_cost():
     assert stated in text
     held = sum(mark == "holds" for mark in claims.SECOND_FREEZE["confirmed"].values())
     assert f"{held} of the {len(claims.SECOND_FREEZE['confirmed'])} claims frozen for it held there" in text
+
+
+def test_a_claim_is_quoted_as_paragraphs_with_both_verdicts_and_its_status(stored):
+    """The chapters quote a claim as Markdown that wraps on any page: its name and status, its statement, its
+    verdict and on which seeds, its verdict on the fresh seeds where the confirmation run checked it again, and
+    its evidence there."""
+    rows = {row.name: row for row in claims.headline(stored, results.load_confirmation())}
+    text = claims.standing_markdown(rows["chunked_irope_keeps_needles"], rows["shared_rate_is_near_best"])
+    kept, sweep = text.split("\n\n")
+    assert kept.startswith("**`chunked_irope_keeps_needles`: failed.** Claim: iRoPE-16 answers")
+    assert "Verdict: holds on seeds 5-9, which it was not written from; on the fresh seeds 100-108, FAILS." in kept
+    assert "On the fresh seeds: iRoPE-16 at 8L: 0.49/" in kept
+    assert sweep.startswith("**`shared_rate_is_near_best`: exploratory.**")
+    assert "on seeds 0, 1, some of which it was written from." in sweep and "fresh seeds" not in sweep
+    assert text._repr_markdown_() == text
+    assert [claims.seed_list(s) for s in ((5, 6, 7, 8, 9), (0, 1), (100, 104), ())] == ["5-9", "0, 1", "100, 104", ""]

@@ -54,15 +54,17 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from .._contracts import AnyValue, contract
+from ..tables import Markdown
 from . import stats
 from .settings import CONFIRMATION_SEEDS, get_config
 
 __all__ = ["POWER", "KINDS", "Test", "Verdict", "Standing", "CLAIMS", "SWEEP_CLAIMS", "STAGE", "WRITTEN_FROM",
            "HEADROOM", "FIRST_FREEZE", "SECOND_FREEZE", "CONFIRMATION_RUN", "REVISIONS", "HELD_OUT_AT_FREEZE",
            "HISTORY", "check_all", "check_sweep", "check", "development_records", "seeds_needed", "power_of_test",
-           "claim_power", "confirmation_size", "headline", "report", "standing_report", "table", "arms_of", "name",
-           "reference_perplexity", "late_perplexity", "late_ratio", "accuracy", "bin_accuracy", "learned_needle",
-           "clear_accuracy", "boundary_accuracy", "pair_usage", "still_learning", "u_contrast", "limit_excess_left"]
+           "claim_power", "confirmation_size", "headline", "report", "standing_report", "standing_markdown",
+           "seed_list", "table", "arms_of", "name", "reference_perplexity", "late_perplexity", "late_ratio",
+           "accuracy", "bin_accuracy", "learned_needle", "clear_accuracy", "boundary_accuracy", "pair_usage",
+           "still_learning", "u_contrast", "limit_excess_left"]
 
 #: The power the confirmation run is sized for, and at which :attr:`Verdict.needed` is stated.
 POWER = 0.8
@@ -1751,6 +1753,34 @@ def standing_report(standing: Standing, width: int = 88) -> str:
         lines += textwrap.wrap(f"Evidence there: {again.evidence}.", width, subsequent_indent="  ")
     lines.append(f"Status: {standing.status}.")
     return "\n".join(lines)
+
+
+def seed_list(seeds) -> str:
+    """Seeds as the chapters write them: a run of three or more as ``first-last``, others listed."""
+    seeds = sorted(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def standing_markdown(*standings: Standing) -> Markdown:
+    """Claims as the chapters quote them, as paragraphs of Markdown that wrap on any page: each
+    claim's name and status, its statement, its verdict and on which seeds (and again on the
+    confirmation run's, where that run checked it), and its evidence (:func:`standing_report` in
+    plain text)."""
+    blocks = []
+    for s in standings:
+        v, again = s.verdict, s.replication
+        whose = "which it was not written from" if v.standing == "confirmatory" else "some of which it was written from"
+        text = f"**`{s.name}`: {s.status}.** Claim: {v.statement}. "
+        text += f"Verdict: {v.outcome} on seeds {seed_list(v.seeds)}, {whose}"
+        if again is not None:
+            text += f"; on the fresh seeds {seed_list(again.seeds)}, {again.outcome}"
+        text += f". Evidence: {v.evidence}."
+        if again is not None:
+            text += f" On the fresh seeds: {again.evidence}."
+        blocks.append(text)
+    return Markdown("\n\n".join(blocks))
 
 
 def table(verdicts, width: int = 100) -> str:
