@@ -1692,7 +1692,7 @@ def headline(stored=None, confirmation=None) -> list[Standing]:
     which makes its verdict exploratory. A sweep claim, never checked on other seeds,
     is judged on the sweep (exploratory). The confirmation run checks the first
     freeze's claims on fresh seeds too: a claim that held on the held-out seeds and
-    fails there is reported as failed (:attr:`Standing.replication`).
+    fails there is reported as failed (``Standing.replication``).
     """
     from .results import load_results
 
