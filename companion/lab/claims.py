@@ -1766,8 +1766,8 @@ def seed_list(seeds) -> str:
 def standing_markdown(*standings: Standing) -> Markdown:
     """Claims as the chapters quote them, as paragraphs of Markdown that wrap on any page: each
     claim's name and status, its statement, its verdict and on which seeds (and again on the
-    confirmation run's, where that run checked it), and its evidence (:func:`standing_report` in
-    plain text)."""
+    confirmation run's, where that run checked it), and its evidence (there too where the claim
+    did not hold again; :func:`standing_report` gives all of it in plain text)."""
     blocks = []
     for s in standings:
         v, again = s.verdict, s.replication
@@ -1777,7 +1777,7 @@ def standing_markdown(*standings: Standing) -> Markdown:
         if again is not None:
             text += f"; on the fresh seeds {seed_list(again.seeds)}, {again.outcome}"
         text += f". Evidence: {v.evidence}."
-        if again is not None:
+        if again is not None and not again.holds:  # the evidence of a replication that did not hold
             text += f" On the fresh seeds: {again.evidence}."
         blocks.append(text)
     return Markdown("\n\n".join(blocks))
