@@ -311,9 +311,9 @@ def _emptied_check(cell) -> bool:
 
 def _student_touches(notebook: Path) -> None:
     """The student notebook's Markdown rewritten for Jupyter and Colab, cross-references
-    reading as on the site (:mod:`bookwork.book_targets`), and the emptied checks of
-    worked solutions saying that they ask for nothing (:func:`_emptied_check`); ValueError naming what a reader
-    would still see of the markup (:func:`bookwork.myst_markdown.leftovers`)."""
+    reading as on the site (:mod:`bookwork.book_targets`), and the emptied checks of worked
+    solutions saying that they ask for nothing (:func:`_emptied_check`); ValueError naming
+    what a reader would still see of the markup (:func:`bookwork.myst_markdown.leftovers`)."""
     targets = book_targets(all_lessons())
     references = {label: target.reference() for label, target in targets.items()}
     numbers = {label: target.number for label, target in targets.items()}

@@ -831,4 +831,4 @@ def test_a_claim_is_quoted_as_paragraphs_with_both_verdicts_and_its_status(store
     assert sweep.startswith("**`shared_rate_is_near_best`: exploratory.**")
     assert "on seeds 0, 1, some of which it was written from." in sweep and "fresh seeds" not in sweep
     assert text._repr_markdown_() == text
-    assert [claims.seed_list(s) for s in ((5, 6, 7, 8, 9), (0, 1), (100, 104), ())] == ["5-9", "0, 1", "100, 104", ""]
+    assert [claims.seed_range(s) for s in ((5, 6, 7, 8, 9), (0, 1), (100, 104), ())] == ["5-9", "0, 1", "100, 104", ""]

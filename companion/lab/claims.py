@@ -61,8 +61,8 @@ from .settings import CONFIRMATION_SEEDS, get_config
 __all__ = ["POWER", "KINDS", "Test", "Verdict", "Standing", "CLAIMS", "SWEEP_CLAIMS", "STAGE", "WRITTEN_FROM",
            "HEADROOM", "FIRST_FREEZE", "SECOND_FREEZE", "CONFIRMATION_RUN", "REVISIONS", "HELD_OUT_AT_FREEZE",
            "HISTORY", "check_all", "check_sweep", "check", "development_records", "seeds_needed", "power_of_test",
-           "claim_power", "confirmation_size", "headline", "report", "standing_report", "standing_markdown",
-           "seed_list", "table", "arms_of", "name", "reference_perplexity", "late_perplexity", "late_ratio",
+           "claim_power", "confirmation_size", "headline", "report", "standing_markdown",
+           "seed_range", "table", "arms_of", "name", "reference_perplexity", "late_perplexity", "late_ratio",
            "accuracy", "bin_accuracy", "learned_needle", "clear_accuracy", "boundary_accuracy", "pair_usage",
            "still_learning", "u_contrast", "limit_excess_left"]
 
@@ -1742,20 +1742,7 @@ def report(verdict: Verdict, width: int = 88) -> str:
     return "\n".join(lines)
 
 
-def standing_report(standing: Standing, width: int = 88) -> str:
-    """A claim as the chapters quote it: :func:`report` of its verdict, its verdict on the confirmation run's
-    seeds too where that run checked a claim of the first freeze again, and its status."""
-    lines = [report(standing.verdict, width)]
-    again = standing.replication
-    if again is not None:
-        seeds = ", ".join(map(str, again.seeds))
-        lines += textwrap.wrap(f"On the confirmation run's seeds {seeds}: {again.outcome}.", width)
-        lines += textwrap.wrap(f"Evidence there: {again.evidence}.", width, subsequent_indent="  ")
-    lines.append(f"Status: {standing.status}.")
-    return "\n".join(lines)
-
-
-def seed_list(seeds) -> str:
+def seed_range(seeds) -> str:
     """Seeds as the chapters write them: a run of three or more as ``first-last``, others listed."""
     seeds = sorted(seeds)
     if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
@@ -1767,15 +1754,15 @@ def standing_markdown(*standings: Standing) -> Markdown:
     """Claims as the chapters quote them, as paragraphs of Markdown that wrap on any page: each
     claim's name and status, its statement, its verdict and on which seeds (and again on the
     confirmation run's, where that run checked it), and its evidence (there too where the claim
-    did not hold again; :func:`standing_report` gives all of it in plain text)."""
+    did not hold again)."""
     blocks = []
     for s in standings:
         v, again = s.verdict, s.replication
         whose = "which it was not written from" if v.standing == "confirmatory" else "some of which it was written from"
         text = f"**`{s.name}`: {s.status}.** Claim: {v.statement}. "
-        text += f"Verdict: {v.outcome} on seeds {seed_list(v.seeds)}, {whose}"
+        text += f"Verdict: {v.outcome} on seeds {seed_range(v.seeds)}, {whose}"
         if again is not None:
-            text += f"; on the fresh seeds {seed_list(again.seeds)}, {again.outcome}"
+            text += f"; on the fresh seeds {seed_range(again.seeds)}, {again.outcome}"
         text += f". Evidence: {v.evidence}."
         if again is not None and not again.holds:  # the evidence of a replication that did not hold
             text += f" On the fresh seeds: {again.evidence}."
